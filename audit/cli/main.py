@@ -1,0 +1,88 @@
+"""`replaudit` command line. Exit codes (stable, for scripts):
+  0  clean: everything audited, no violation
+  1  violations found
+  2  usage or configuration error (bad flag, bad estate file)
+  3  could not audit: some source was not covered (the run still audited everything else)
+  4  internal failure (a stage crashed)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+EXIT_CLEAN, EXIT_VIOLATIONS, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_FAILURE = 0, 1, 2, 3, 4
+
+LAB_ESTATE = Path(__file__).resolve().parents[1] / "lab" / "estate.yaml"
+
+
+def _estate_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--estate", default=os.environ.get("REPLAUDIT_ESTATE", str(LAB_ESTATE)),
+                   help="estate YAML (default: $REPLAUDIT_ESTATE or the built-in lab estate)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="replaudit", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("collect", help="collect raw evidence from every cluster of the estate into a new run")
+    _estate_arg(p)
+    p.add_argument("--run-id", help="run id (default: now, UTC)")
+    p.add_argument("--cluster", action="append", help="only these clusters (repeatable)")
+
+    p = sub.add_parser("import", help="import hand-taken dumps (znodes, entry lists, admin JSON) into a run's raw/")
+    _estate_arg(p)
+    p.add_argument("--run-id", help="run id (default: now, UTC)")
+    p.add_argument("--system", required=True, choices=["bookkeeper"])
+    p.add_argument("--cluster", required=True)
+    p.add_argument("--kind", required=True,
+                   choices=["ledger-metadata", "ledger-metadata-http", "entries-of-ledger", "bookies"],
+                   help="raw payload kind (docs/layout.md)")
+    p.add_argument("--bookie", help="bookie id, for entries-of-ledger")
+    p.add_argument("paths", nargs="+", type=Path, help="files, or folders (walked; relative paths are kept)")
+
+    p = sub.add_parser("run", help="run the whole pipeline locally, without Airflow")
+    _estate_arg(p)
+    p.add_argument("--run-id", help="run id (default: now, UTC); rerunning an id replaces that run")
+    p.add_argument("--from-raw", metavar="RUN_ID",
+                   help="do not collect: audit the raw evidence of this published run (e.g. after `import`)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    p = sub.add_parser("inspect", help="decode one native payload file to JSON on stdout")
+    p.add_argument("file", type=Path)
+
+    p = sub.add_parser("report", help="print the summary of a published run and where its report is")
+    _estate_arg(p)
+    p.add_argument("--run-id", default="latest")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("demo", help="audit the built-in lab estate and score detection against its ground truth")
+    p.add_argument("--estate", default=str(LAB_ESTATE))
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("nightly", help="run the nightly audit DAG through Airflow (`airflow dags test`)")
+    _estate_arg(p)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from audit.cli import commands
+
+    try:
+        return getattr(commands, "cmd_" + args.command)(args)
+    except commands.UsageError as exc:
+        print(f"replaudit: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def print_json(obj) -> None:
+    json.dump(obj, sys.stdout, indent=2, sort_keys=True, default=str)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

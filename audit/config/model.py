@@ -1,0 +1,140 @@
+"""The validated estate as frozen values. Built only by `audit.config.estate.load_estate`."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Mapping
+
+SEVERITIES = ("critical", "major", "minor", "warning")  # most to least severe
+SOURCES_BOOKKEEPER = ("lab", "zookeeper")
+
+
+@dataclass(frozen=True)
+class SecretRef:
+    """Where a secret lives -- never the secret itself. Exactly one of `env` / `airflow_conn` is set.
+
+    `field` picks the part of an Airflow connection: password (default), login, host, schema,
+    or `extra.<key>`. `where` is the estate field the reference came from (for error messages).
+    """
+
+    env: str | None = None
+    airflow_conn: str | None = None
+    field: str = "password"
+    where: str = ""
+
+    def describe(self) -> str:
+        if self.env is not None:
+            return f"environment variable {self.env}"
+        return f"Airflow connection {self.airflow_conn!r} ({self.field})"
+
+
+@dataclass(frozen=True)
+class StoreCredentials:
+    """Either explicit key references or one Airflow AWS connection (login/password/extra)."""
+
+    access_key: SecretRef | None = None
+    secret_key: SecretRef | None = None
+    session_token: SecretRef | None = None
+    airflow_conn: str | None = None
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """`uri` is normalized: `file:///absolute/path` or `s3://bucket[/prefix]` (no trailing slash)."""
+
+    uri: str
+    endpoint_url: str | None = None
+    region: str | None = None
+    credentials: StoreCredentials | None = None
+
+    @property
+    def scheme(self) -> str:
+        return self.uri.split("://", 1)[0]
+
+
+@dataclass(frozen=True)
+class SparkConfig:
+    master: str = "local[*]"
+    conf: Mapping[str, str] = field(default_factory=dict)  # values already strings, as Spark wants
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    open_ledger_max_age_s: int = 6 * 3600
+    min_racks_per_write_quorum: int = 2
+
+
+@dataclass(frozen=True)
+class AlertRoute:
+    name: str
+    kind: str  # "webhook"
+    url: str
+    headers_from: Mapping[str, SecretRef] = field(default_factory=dict)
+    min_severity: str = "warning"
+    timeout_s: float = 10.0
+
+    def accepts(self, severity: str) -> bool:
+        """True if a finding of `severity` is at least as severe as this route's minimum."""
+        return SEVERITIES.index(severity) <= SEVERITIES.index(self.min_severity)
+
+
+@dataclass(frozen=True)
+class Alerts:
+    routes: tuple[AlertRoute, ...] = ()
+
+
+@dataclass(frozen=True)
+class ZooKeeperConfig:
+    """`hosts` is the kazoo/ZooKeeper connect string `h1:p1,h2:p2[/chroot]`."""
+
+    hosts: str
+    ledgers_root: str = "/ledgers"
+    digest_auth: SecretRef | None = None  # resolves to "user:password"
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    connect_s: float = 5.0
+    request_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class BookKeeperCluster:
+    """One BookKeeper cluster. `lab` is a plain dict for the simulator (only for source "lab")."""
+
+    system: ClassVar[str] = "bookkeeper"
+
+    name: str
+    source: str  # "lab" | "zookeeper"
+    zookeeper: ZooKeeperConfig | None = None
+    bookie_addresses: Mapping[str, str] = field(default_factory=dict)  # bookieId -> host:port
+    racks: Mapping[str, str] = field(default_factory=dict)  # bookieId -> /region/rack
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    lab: dict[str, Any] | None = None
+
+
+ClusterConfig = BookKeeperCluster  # grows into a Union as more systems get collectors
+
+
+@dataclass(frozen=True)
+class Estate:
+    name: str
+    path: Path  # the estate file, as given to load_estate
+    home: Path  # what relative paths resolved against (see audit.config.home)
+    store: StoreConfig
+    spark: SparkConfig = field(default_factory=SparkConfig)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    alerts: Alerts = field(default_factory=Alerts)
+    bookkeeper: tuple[BookKeeperCluster, ...] = ()
+
+    def clusters(self, system: str) -> tuple[ClusterConfig, ...]:
+        if system == "bookkeeper":
+            return self.bookkeeper
+        raise KeyError(f"estate {self.name!r} has no system {system!r} (known: bookkeeper)")
+
+    def cluster(self, system: str, name: str) -> ClusterConfig:
+        for cluster in self.clusters(system):
+            if cluster.name == name:
+                return cluster
+        known = ", ".join(c.name for c in self.clusters(system)) or "none"
+        raise KeyError(f"estate {self.name!r} has no {system} cluster {name!r} (known: {known})")

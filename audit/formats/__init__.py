@@ -1,0 +1,1 @@
+"""Native payload formats of the audited systems: decode, encode, redact, sniff. No network or store I/O."""

@@ -1,0 +1,90 @@
+"""LocalStaging: local folders for Spark (which reads and writes local paths only here)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
+
+from audit.store.base import iter_files
+
+if TYPE_CHECKING:
+    from audit.store.run import RunWriter
+
+
+class LocalStaging:
+    """Local folders Spark can read and write (Spark uses local paths only; s3a:// is for real clusters).
+
+    LocalStore: the attempt folder itself, so nothing is copied. Other stores: a staging folder
+    `<staging_root>/<estate>/<run_id>/<attempt_id>` (default root: <project home>/.work/staging) that
+    `commit()` uploads; `fetch()` downloads what the attempt already holds (e.g. raw evidence).
+    As a context manager it commits on success and always removes the staging folder.
+    """
+
+    def __init__(self, writer: RunWriter, staging_root: str | Path | None = None):
+        self.writer = writer
+        direct = writer.store.local_path(writer.prefix.rstrip("/"))
+        self.direct = direct is not None
+        if direct is not None:
+            self.root = direct
+        else:
+            if staging_root is None:
+                from audit.config.home import project_home
+
+                staging_root = project_home() / ".work" / "staging"
+            self._staging_root = Path(staging_root)
+            self.root = self._staging_root / writer.estate / writer.run_id / writer.attempt_id
+        self._fetched: dict[Path, tuple[int, int]] = {}  # path -> (size, mtime_ns) as downloaded
+
+    def _local(self, area: str, parts: Iterable[str]) -> Path:
+        key = self.writer.key(area, *parts)
+        return self.root / key[len(self.writer.prefix):]
+
+    def dir(self, area: str, *parts: str) -> Path:
+        """A folder to write into (created)."""
+        path = self._local(area, parts)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def fetch(self, area: str, *parts: str) -> Path:
+        """The attempt's objects under area/parts, as a local folder."""
+        path = self._local(area, parts)
+        if not self.direct:
+            for file in self.writer.store.download_prefix(self.writer.key(area, *parts), path):
+                st = file.stat()
+                self._fetched[file] = (st.st_size, st.st_mtime_ns)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def commit(self) -> list[str]:
+        """Upload new or changed staged files (nothing to do for a local store). Returns their keys."""
+        if self.direct or not self.root.is_dir():
+            return []
+        keys = []
+        for file in sorted(iter_files(self.root)):
+            st = file.stat()
+            if self._fetched.get(file) == (st.st_size, st.st_mtime_ns):
+                continue
+            area, _, rel = file.relative_to(self.root).as_posix().partition("/")
+            keys.append(self.writer.upload_file(area, rel, file))
+        return keys
+
+    def cleanup(self) -> None:
+        if self.direct:
+            return
+        if self.root.exists():
+            shutil.rmtree(self.root)
+        for parent in (self.root.parent, self.root.parent.parent):  # <run_id>, <estate> if now empty
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+
+    def __enter__(self) -> "LocalStaging":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if exc_type is None:
+                self.commit()
+        finally:
+            self.cleanup()

@@ -1,0 +1,89 @@
+"""Nightly audit: collect per cluster -> normalize -> audit -> validate -> report -> alert.
+
+Importing this file has no side effects: all work (and heavy imports) happens inside the tasks.
+The tasks call the same stage functions as `replaudit run` (audit/pipeline.py)."""
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+
+from airflow.sdk import Param, dag, get_current_context, task
+
+DEFAULT_ESTATE = os.environ.get(
+    "REPLAUDIT_ESTATE",
+    os.path.join(os.environ.get("REPLAUDIT_HOME", os.path.dirname(os.path.dirname(__file__))),
+                 "audit", "lab", "estate.yaml"),
+)
+
+
+@dag(
+    dag_id="replaudit_nightly_audit",
+    schedule="@daily",
+    start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
+    catchup=False,
+    max_active_runs=1,
+    tags=["replaudit", "audit"],
+    params={"estate_file": Param(DEFAULT_ESTATE, type="string", description="estate YAML to audit")},
+    doc_md=__doc__,
+)
+def replaudit_nightly_audit():
+    @task
+    def start_run() -> dict:
+        from audit import pipeline
+
+        ctx = get_current_context()
+        # The Airflow run id names the audit run: retrying this DAG run replaces the same audit run.
+        return pipeline.start_run(ctx["params"]["estate_file"], ctx["dag_run"].run_id).to_xcom()
+
+    @task
+    def list_clusters(run: dict) -> list[dict]:
+        from audit import pipeline
+
+        return pipeline.list_clusters(pipeline.RunContext.from_xcom(run))
+
+    @task(map_index_template="{{ task.op_kwargs['cluster']['name'] }}")
+    def collect(run: dict, cluster: dict) -> dict:
+        from audit import pipeline
+
+        return pipeline.collect_cluster(pipeline.RunContext.from_xcom(run), cluster["system"], cluster["name"])
+
+    @task
+    def normalize(run: dict, collected: list[dict]) -> dict:
+        from audit import pipeline
+
+        return pipeline.normalize(pipeline.RunContext.from_xcom(run))
+
+    @task
+    def audit_replicas(run: dict, tables: dict) -> dict:
+        from audit import pipeline
+
+        return pipeline.audit(pipeline.RunContext.from_xcom(run))
+
+    @task
+    def validate(run: dict, findings: dict) -> dict:
+        from audit import pipeline
+
+        return pipeline.validate(pipeline.RunContext.from_xcom(run))
+
+    @task
+    def report(run: dict, validation: dict) -> dict:
+        from audit import pipeline
+
+        return pipeline.report(pipeline.RunContext.from_xcom(run))
+
+    @task
+    def alert(run: dict, summary: dict) -> dict:
+        from audit import pipeline
+
+        return pipeline.alert(pipeline.RunContext.from_xcom(run))
+
+    run = start_run()
+    collected = collect.partial(run=run).expand(cluster=list_clusters(run))
+    tables = normalize(run, collected)
+    findings = audit_replicas(run, tables)
+    validation = validate(run, findings)
+    summary = report(run, validation)
+    alert(run, summary)
+
+
+replaudit_nightly_audit()

@@ -1,0 +1,15 @@
+"""Session-wide test environment. Airflow reads AIRFLOW_HOME at import, so it is set before anything imports it:
+Airflow must never touch ~/airflow."""
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+os.environ.setdefault("AIRFLOW_HOME", str(REPO / ".airflow" / "test"))
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(REPO / "dags")
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ.setdefault("PYSPARK_PYTHON", str(REPO / ".venv" / "bin" / "python"))
+os.environ.setdefault("REPLAUDIT_HOME", str(REPO))
+Path(os.environ["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
+
+pytest_plugins = ["tests.zkfixture", "tests.s3fixture"]
