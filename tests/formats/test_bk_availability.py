@@ -105,3 +105,19 @@ def test_bad_bytes(data, field):
 def test_encode_groups_rejects_out_of_range():
     with pytest.raises(ValueError):
         encode_groups([SequenceGroup(0, 0, 2**31, 0)])
+
+
+from audit.formats.bookkeeper.availability import canonical_groups  # noqa: E402
+
+
+@pytest.mark.parametrize("entries", [
+    [e for e in range(1000) if (0 - e) % 5 < 3],          # a healthy E=5/Qw=3 stripe of index 0
+    [e for e in range(1000) if (2 - e) % 5 < 3 and not 400 <= e < 520],
+    list(range(0, 50)) + list(range(60, 62)) + list(range(70, 72)) + [90, 95, 100],
+    [],
+])
+def test_canonical_groups_keep_the_entry_set_and_compress(entries):
+    groups = entries_to_groups(entries)
+    canon = canonical_groups(groups)
+    assert list(iter_entries(canon)) == entries
+    assert len(canon) <= 4 or len(canon) < len(groups)

@@ -148,3 +148,27 @@ def iter_entries(groups: Sequence[SequenceGroup]) -> Iterator[int]:
 
 def count_entries(groups: Sequence[SequenceGroup]) -> int:
     return sum(1 for _ in iter_entries(groups))
+
+
+def canonical_groups(groups: Sequence[SequenceGroup]) -> list[SequenceGroup]:
+    """The same entries with equally sized runs at an equal stride merged into one periodic group.
+
+    Today's bookies emit one group per run (see entries_to_groups), so a healthy bookie of an
+    E=5/Qw=3 ledger answers with one group every 5 entries. Merging them makes the audit's cost follow
+    the number of *changes* in a bookie's holdings, not the ledger's length. Input sorted and
+    non-overlapping (as decode returns it); O(#groups)."""
+    out: list[SequenceGroup] = []
+    cur: SequenceGroup | None = None
+    for g in groups:
+        if cur is not None and g.sequence_size == cur.sequence_size:
+            gap = g.first_sequence_start - cur.last_sequence_start
+            period = cur.sequence_period or gap
+            if gap == period and gap > cur.sequence_size and g.sequence_period in (0, period):
+                cur = SequenceGroup(cur.first_sequence_start, g.last_sequence_start, cur.sequence_size, period)
+                continue
+        if cur is not None:
+            out.append(cur)
+        cur = g
+    if cur is not None:
+        out.append(cur)
+    return out

@@ -1,0 +1,154 @@
+"""Implementations of the `replaudit` subcommands (argument parsing is in main.py)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from audit.cli.main import (EXIT_CLEAN, EXIT_FAILURE, EXIT_INCOMPLETE, EXIT_VIOLATIONS, print_json)
+
+
+class UsageError(Exception):
+    """Bad flags or a bad estate file: exit code 2 with one clear line."""
+
+
+def _load(estate_file: str):
+    from audit.config.errors import EstateError
+    from audit.config.estate import load_estate
+
+    try:
+        return load_estate(estate_file)
+    except (EstateError, OSError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def exit_code(summary: dict) -> int:
+    status = summary.get("status")
+    return {"clean": EXIT_CLEAN, "violations": EXIT_VIOLATIONS, "incomplete": EXIT_INCOMPLETE}.get(
+        status, EXIT_FAILURE)
+
+
+def _print_summary(summary: dict, as_json: bool) -> None:
+    if as_json:
+        print_json(summary)
+        return
+    from audit.report.text import render_text
+
+    print(render_text(summary))
+
+
+# -- commands ------------------------------------------------------------------------------
+def cmd_inspect(args) -> int:
+    from audit.formats.errors import PayloadError
+    from audit.formats.inspect import inspect_file
+
+    try:
+        print_json(inspect_file(args.file))
+    except PayloadError as exc:
+        print(f"replaudit inspect: {exc}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    except OSError as exc:
+        raise UsageError(f"{args.file}: {exc.strerror}") from None
+    return EXIT_CLEAN
+
+
+def cmd_run(args) -> int:
+    from audit import pipeline
+
+    _load(args.estate)
+    try:
+        summary = pipeline.run_all(args.estate, run_id=args.run_id, from_raw=args.from_raw)
+    except LookupError as exc:
+        raise UsageError(str(exc)) from None
+    _print_summary(summary, args.json)
+    return exit_code(summary)
+
+
+def cmd_demo(args) -> int:
+    """The lab estate end to end; exit 0 when detection equals the lab's ground truth exactly."""
+    from audit import pipeline
+
+    _load(args.estate)
+    summary = pipeline.run_all(args.estate)
+    _print_summary(summary, args.json)
+    lab = summary.get("lab") or {}
+    perfect = lab.get("missed", 1) == 0 and lab.get("false_alarms", 1) == 0 and lab.get("wrong_count", 1) == 0
+    return EXIT_CLEAN if perfect else EXIT_VIOLATIONS
+
+
+def cmd_collect(args) -> int:
+    from audit import pipeline
+
+    _load(args.estate)
+    ctx = pipeline.start_run(args.estate, args.run_id)
+    reports = [pipeline.collect_cluster(ctx, c["system"], c["name"]) for c in pipeline.list_clusters(ctx)
+               if not args.cluster or c["name"] in args.cluster]
+    gaps = [g for r in reports for g in r.get("gaps", [])]
+    ctx.writer.publish({"status": "collected", "collection": reports})
+    print_json({"run_id": ctx.run_id, "collection": reports})
+    return EXIT_INCOMPLETE if gaps else EXIT_CLEAN
+
+
+def cmd_import(args) -> int:
+    """Hand-taken dumps into raw/<system>/<cluster>/<kind>/..., as a published run to audit with --from-raw."""
+    from audit import pipeline
+    from audit.imports import import_paths
+
+    estate = _load(args.estate)
+    try:
+        estate.cluster(args.system, args.cluster)
+    except KeyError:
+        raise UsageError(f"{args.estate}: systems.{args.system}: no cluster named {args.cluster!r}") from None
+    ctx = pipeline.start_run(args.estate, args.run_id)
+    result = import_paths(ctx.writer, args.system, args.cluster, args.kind, args.paths, bookie=args.bookie)
+    ctx.writer.publish({"status": "imported", "import": result})
+    print_json({"run_id": ctx.run_id, **result})
+    print(f"audit it with: replaudit run --estate {args.estate} --from-raw {ctx.run_id}", file=sys.stderr)
+    return EXIT_INCOMPLETE if result["rejected"] else EXIT_CLEAN
+
+
+def cmd_report(args) -> int:
+    from audit import pipeline
+    from audit.store import open_estate_store
+    from audit.config.secrets import SecretResolver
+
+    estate = _load(args.estate)
+    store = open_estate_store(estate.store, SecretResolver())
+    manifest = pipeline.summary_of(store, estate.name, args.run_id)
+    if manifest is None:
+        raise UsageError(f"estate {estate.name!r}: no published run {args.run_id!r}")
+    summary = manifest["summary"]
+    _print_summary(summary, args.json)
+    return exit_code(summary)
+
+
+def cmd_nightly(args) -> int:
+    """`airflow dags test` of the nightly DAG, with AIRFLOW_HOME under the project (never ~/airflow)."""
+    from audit.config.home import project_home
+
+    estate = _load(args.estate)
+    home = project_home()
+    env = dict(os.environ)
+    env.setdefault("AIRFLOW_HOME", str(home / ".airflow"))
+    env["AIRFLOW__CORE__DAGS_FOLDER"] = str(home / "dags")
+    env.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+    env.setdefault("REPLAUDIT_HOME", str(home))
+    airflow = str(Path(sys.executable).with_name("airflow"))
+    Path(env["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
+    if not (Path(env["AIRFLOW_HOME"]) / "airflow.db").exists():
+        subprocess.run([airflow, "db", "migrate"], env=env, check=True, stdout=subprocess.DEVNULL)
+    conf = json.dumps({"estate_file": str(Path(args.estate).resolve())})
+    proc = subprocess.run([airflow, "dags", "test", "replaudit_nightly_audit", "-c", conf], env=env)
+    if proc.returncode != 0:
+        print("replaudit nightly: the DAG run failed (see the task logs above)", file=sys.stderr)
+        return EXIT_FAILURE
+    from audit import pipeline
+    from audit.store import open_estate_store
+    from audit.config.secrets import SecretResolver
+
+    store = open_estate_store(estate.store, SecretResolver())
+    manifest = pipeline.summary_of(store, estate.name, "latest")
+    _print_summary(manifest["summary"], False)
+    return exit_code(manifest["summary"])

@@ -1,0 +1,87 @@
+"""An independent reading of emitted lab payloads: decode the stored bytes with the format decoders and count
+replicas entry by entry, the way ReplicasCheck defines it. Shares no code with audit.lab's ground truth."""
+from __future__ import annotations
+
+import bisect
+import json
+from dataclasses import dataclass, field
+
+from audit.domain.bookkeeper.model import CLOSED, LedgerMetadata
+from audit.formats.bookkeeper import availability, ledger_metadata, protocol
+
+
+class DictSink(dict):
+    def put(self, relative_key: str, data: bytes) -> None:
+        assert relative_key not in self, f"{relative_key} written twice"
+        self[relative_key] = data
+
+
+@dataclass
+class Snapshot:
+    metadata: dict[int, LedgerMetadata] = field(default_factory=dict)
+    answers: dict[tuple[str, int], tuple[str, set[int] | None]] = field(default_factory=dict)  # status, held
+    errors: dict[tuple[str, int], dict] = field(default_factory=dict)
+    bookies: dict[str, list[str]] = field(default_factory=dict)
+    racks: dict[str, str] = field(default_factory=dict)
+
+
+def read_snapshot(sink: dict[str, bytes]) -> Snapshot:
+    snap = Snapshot()
+    for key, data in sink.items():
+        if key.startswith("ledger-metadata/"):
+            lid = ledger_metadata.ledger_id_from_znode_path(key[len("ledger-metadata/"):])
+            snap.metadata[lid] = ledger_metadata.decode_znode(data, key, lid)
+        elif key.startswith("entries-of-ledger/"):
+            _, bookie, leaf = key.split("/")
+            if leaf.endswith(".error.json"):
+                snap.errors[(bookie, int(leaf[: -len(".error.json")]))] = json.loads(data)
+                continue
+            lid = int(leaf[: -len(".pb")])
+            answer = protocol.decode_response(data, key)
+            assert answer.ledger_id == lid, key
+            held = None
+            if answer.status == "EOK":
+                held = set(availability.iter_entries(availability.decode(answer.availability, key)))
+            snap.answers[(bookie, lid)] = (answer.status, held)
+        elif key == "bookies/available.json":
+            snap.bookies = json.loads(data)
+        elif key == "bookies/racks.json":
+            snap.racks = json.loads(data)
+        else:
+            raise AssertionError(f"unexpected key {key}")
+    return snap
+
+
+def replica_counts(snap: Snapshot, lid: int) -> dict[str, int]:
+    """For a CLOSED ledger: entries, lost, below Qa, below Qw, and missing per bookie."""
+    md = snap.metadata[lid]
+    assert md.state == CLOSED and md.last_entry_id >= 0
+    keys = [s.first_entry_id for s in md.segments]
+    out = {"entries": 0, "lost": 0, "below_ack": 0, "below_write": 0}
+    for e in range(md.last_entry_id + 1):
+        seg = md.segments[bisect.bisect_right(keys, e) - 1]     # greatest firstEntryId <= e
+        missing = 0
+        for w in range(md.write_quorum_size):
+            bookie = seg.ensemble[(e + w) % md.ensemble_size]
+            if (bookie, lid) in snap.errors:
+                continue                                          # unavailable: not counted
+            status, held = snap.answers[(bookie, lid)]
+            if status == "ENOLEDGER" or e not in held:
+                missing += 1
+        copies = md.write_quorum_size - missing
+        out["entries"] += 1
+        out["lost"] += copies == 0
+        out["below_ack"] += copies < md.ack_quorum_size
+        out["below_write"] += copies < md.write_quorum_size
+    return out
+
+
+def expected_on(md: LedgerMetadata, bookie: str) -> set[int]:
+    """Entries the metadata places on `bookie` (CLOSED ledger), by brute force."""
+    keys = [s.first_entry_id for s in md.segments]
+    out = set()
+    for e in range(md.last_entry_id + 1):
+        seg = md.segments[bisect.bisect_right(keys, e) - 1]
+        if bookie in {seg.ensemble[(e + w) % md.ensemble_size] for w in range(md.write_quorum_size)}:
+            out.add(e)
+    return out
