@@ -1,0 +1,1 @@
+"""Collectors: read-only clients that copy each system's native state into the raw store (see base.py)."""

@@ -1,0 +1,1 @@
+"""BookKeeper collection: ledger metadata from ZooKeeper, entry lists from bookies (protocol v3)."""

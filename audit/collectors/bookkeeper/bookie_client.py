@@ -1,0 +1,222 @@
+"""Ask bookies which entries they store: GetListOfEntriesOfLedger over bookie protocol v3 (formats.md §1.7).
+
+One TCP connection per bookie carries up to `window` requests at once; answers are matched by txnId because
+a bookie answers from a thread pool, not in request order. Each answer's Response body is stored exactly as
+received under `entries-of-ledger/<bookie>/<ledgerId>.pb` (EOK and ENOLEDGER alike: the normalizer reads the
+status). A ledger whose answer never came is stored as `<ledgerId>.error.json` {"error", "message"} -- never as
+"no entries", which would look like lost data -- and the bookie gets a CoverageGap.
+
+Error kinds: "unreachable" (connect refused / no route / bad address), "timeout" (connect or answer deadline),
+"connection_closed" (bookie hung up), "protocol_error" (an answer that does not decode or match).
+After a failed connection the bookie gets `reconnects` more connections for the ledgers not yet asked.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections import defaultdict, deque
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from audit.collectors.base import CollectionReport, RawSink
+from audit.formats.bookkeeper import protocol
+from audit.formats.errors import PayloadError
+
+SYSTEM = "bookkeeper"
+ENTRIES_PREFIX = "entries-of-ledger/"
+WHAT = "entries of ledger"
+UNREACHABLE, TIMEOUT, CLOSED, PROTOCOL_ERROR = "unreachable", "timeout", "connection_closed", "protocol_error"
+# Statuses that answer the question: EOK (here is the list) and ENOLEDGER (this bookie has nothing).
+ANSWER_STATUSES = ("EOK", "ENOLEDGER")
+
+
+@dataclass(frozen=True)
+class BookieClientConfig:
+    connect_timeout_s: float = 5.0
+    request_timeout_s: float = 60.0   # per request, from when it was sent
+    window: int = 100                 # requests in flight per connection (the Auditor also uses 100)
+    reconnects: int = 1
+    max_concurrent_bookies: int = 16
+
+    def __post_init__(self):
+        for name in ("connect_timeout_s", "request_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"BookieClientConfig.{name}: expected > 0, got {getattr(self, name)}")
+        for name, low in (("window", 1), ("reconnects", 0), ("max_concurrent_bookies", 1)):
+            if getattr(self, name) < low:
+                raise ValueError(f"BookieClientConfig.{name}: expected >= {low}, got {getattr(self, name)}")
+
+
+class BookieAddressError(ValueError):
+    def __init__(self, bookie: str, address: str, expected: str):
+        self.bookie, self.address, self.expected = bookie, address, expected
+        super().__init__(f"bookie {bookie!r}: address {address!r}: expected {expected}")
+
+
+def bookie_address(bookie: str, overrides: Mapping[str, str] | None = None) -> tuple[str, int]:
+    """(host, port) for a bookie id: the override if given, else the id itself ("host:port", "[v6]:port")."""
+    address = (overrides or {}).get(bookie, bookie)
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise BookieAddressError(bookie, address, "host:port (configure bookie_addresses for custom bookie ids)")
+    return host.strip("[]"), int(port)
+
+
+class _Failure(Exception):
+    """Ends one connection: `kind`/`message` apply to `ledgers` (the ones in flight)."""
+
+    def __init__(self, kind: str, message: str, ledgers: Iterable[int] = ()):
+        self.kind, self.message, self.ledgers = kind, message, list(ledgers)
+        super().__init__(message)
+
+
+class _BookieRun:
+    def __init__(self, bookie: str, ledger_ids: Iterable[int], addresses: Mapping[str, str] | None,
+                 sink: RawSink, report: CollectionReport, cfg: BookieClientConfig):
+        self.bookie, self.sink, self.report, self.cfg = bookie, sink, report, cfg
+        self.addresses = addresses
+        self.remaining = deque(sorted(set(ledger_ids)))
+        self.txn_ids = itertools.count(1)
+        self.errors: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        self.odd_statuses: dict[str, list[int]] = defaultdict(list)
+
+    def key(self, ledger_id: int, suffix: str) -> str:
+        return f"{ENTRIES_PREFIX}{self.bookie}/{ledger_id}{suffix}"
+
+    async def run(self) -> None:
+        self.report.count("entries_of_ledger_asked", len(self.remaining))
+        try:
+            host, port = bookie_address(self.bookie, self.addresses)
+        except BookieAddressError as e:
+            self._fail_all(_Failure(UNREACHABLE, str(e)), "not asked")
+        else:
+            connections = 0
+            while self.remaining:
+                connections += 1
+                try:
+                    await self._connection(host, port)
+                except _Failure as f:
+                    for ledger_id in f.ledgers:
+                        self._error(ledger_id, f.kind, f.message)
+                    if connections > self.cfg.reconnects:
+                        self._fail_all(f, f"not asked after {connections} failed connection(s)")
+        self._report_gaps()
+
+    def _fail_all(self, f: _Failure, why: str) -> None:
+        while self.remaining:
+            self._error(self.remaining.popleft(), f.kind, f"{why}: {f.message}")
+
+    async def _connection(self, host: str, port: int) -> None:
+        address = f"{host}:{port}"
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port),
+                                                    self.cfg.connect_timeout_s)
+        except asyncio.TimeoutError:
+            raise _Failure(TIMEOUT, f"connect to {address} timed out after {self.cfg.connect_timeout_s}s") from None
+        except OSError as e:
+            raise _Failure(UNREACHABLE, f"connect to {address}: {e}") from None
+        try:
+            await self._exchange(reader, writer, address)
+        finally:
+            writer.close()
+            try:
+                await writer.wait_closed()
+            except OSError:
+                pass  # the bookie reset the connection; nothing left to release
+
+    async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: str) -> None:
+        loop = asyncio.get_running_loop()
+        in_flight: dict[int, tuple[int, float]] = {}  # txnId -> (ledgerId, deadline); insertion = send order
+        while self.remaining or in_flight:
+            while self.remaining and len(in_flight) < self.cfg.window:
+                ledger_id, txn_id = self.remaining.popleft(), next(self.txn_ids)
+                writer.write(protocol.encode_request(ledger_id, txn_id))
+                in_flight[txn_id] = (ledger_id, loop.time() + self.cfg.request_timeout_s)
+            pending = [lid for lid, _ in in_flight.values()]
+            oldest_deadline = next(iter(in_flight.values()))[1]
+            try:
+                await asyncio.wait_for(writer.drain(), max(0.0, oldest_deadline - loop.time()))
+                body = await asyncio.wait_for(self._read_frame(reader, address),
+                                              max(0.0, oldest_deadline - loop.time()))
+            except asyncio.TimeoutError:
+                raise _Failure(TIMEOUT, f"{address} did not answer within {self.cfg.request_timeout_s}s",
+                               pending) from None
+            except (asyncio.IncompleteReadError, ConnectionError) as e:
+                raise _Failure(CLOSED, f"{address} closed the connection: {type(e).__name__}", pending) from None
+            except _Failure as f:  # a bad frame length: the stream cannot be re-synchronised
+                raise _Failure(f.kind, f.message, pending) from None
+            self._answer(body, in_flight, address, pending)
+
+    async def _read_frame(self, reader: asyncio.StreamReader, address: str) -> bytes:
+        (size,) = protocol.FRAME_LENGTH.unpack(await reader.readexactly(protocol.FRAME_LENGTH.size))
+        if not 0 <= size <= protocol.DEFAULT_MAX_FRAME:
+            raise _Failure(PROTOCOL_ERROR, f"{address}: frame length {size} outside 0..{protocol.DEFAULT_MAX_FRAME}")
+        return await reader.readexactly(size)
+
+    def _answer(self, body: bytes, in_flight: dict[int, tuple[int, float]], address: str,
+                pending: list[int]) -> None:
+        source = f"bookie://{self.bookie} ({address})"
+        try:
+            answer = protocol.decode_response(body, source)
+        except PayloadError as e:
+            raise _Failure(PROTOCOL_ERROR, str(e), pending) from None
+        if answer.txn_id not in in_flight:
+            raise _Failure(PROTOCOL_ERROR, f"{source}: answer with unknown txnId {answer.txn_id}", pending)
+        ledger_id, _ = in_flight.pop(answer.txn_id)
+        if answer.ledger_id is not None and answer.ledger_id != ledger_id:
+            self._error(ledger_id, PROTOCOL_ERROR,
+                        f"{source}: asked for ledger {ledger_id}, answer names ledger {answer.ledger_id}")
+            return
+        self.sink.put(self.key(ledger_id, ".pb"), body)
+        self.report.count("entries_of_ledger_answered")
+        self.report.count(f"entries_of_ledger_status_{answer.status}")
+        if answer.status not in ANSWER_STATUSES:
+            self.odd_statuses[answer.status].append(ledger_id)
+
+    def _error(self, ledger_id: int, kind: str, message: str) -> None:
+        self.sink.put(self.key(ledger_id, ".error.json"),
+                      json.dumps({"error": kind, "message": message}, sort_keys=True).encode())
+        self.report.count("entries_of_ledger_errors")
+        self.errors[kind].append((ledger_id, message))
+
+    def _report_gaps(self) -> None:
+        # One gap per bookie and failure kind; the per-ledger detail is in the .error.json files.
+        source = f"bookie://{self.bookie}"
+        for kind, failed in sorted(self.errors.items()):
+            ids = sorted(lid for lid, _ in failed)
+            self.report.gap(source, f"{WHAT} ({len(ids)} ledgers: {_id_sample(ids)})", f"{kind}: {failed[0][1]}")
+        for status, ids in sorted(self.odd_statuses.items()):
+            self.report.gap(source, f"{WHAT} ({len(ids)} ledgers: {_id_sample(sorted(ids))})",
+                            f"bookie answered {status}")
+        if self.errors or self.odd_statuses:
+            self.report.count("bookies_with_gaps")
+
+
+def _id_sample(ids: list[int], n: int = 5) -> str:
+    return ", ".join(map(str, ids[:n])) + (", ..." if len(ids) > n else "")
+
+
+async def collect_entries_of_ledgers_async(ledgers_by_bookie: Mapping[str, Iterable[int]], sink: RawSink, *,
+                                           addresses: Mapping[str, str] | None = None,
+                                           config: BookieClientConfig = BookieClientConfig(),
+                                           cluster: str = "") -> CollectionReport:
+    report = CollectionReport(SYSTEM, cluster)
+    limit = asyncio.Semaphore(config.max_concurrent_bookies)
+
+    async def one(bookie: str, ledger_ids: Iterable[int]) -> None:
+        async with limit:
+            await _BookieRun(bookie, ledger_ids, addresses, sink, report, config).run()
+
+    report.count("bookies_asked", len(ledgers_by_bookie))
+    await asyncio.gather(*(one(b, ids) for b, ids in sorted(ledgers_by_bookie.items())))
+    return report
+
+
+def collect_entries_of_ledgers(ledgers_by_bookie: Mapping[str, Iterable[int]], sink: RawSink, *,
+                               addresses: Mapping[str, str] | None = None,
+                               config: BookieClientConfig = BookieClientConfig(),
+                               cluster: str = "") -> CollectionReport:
+    """Ask every bookie about its ledgers ({bookie id: ledger ids}); stores answers and errors in `sink`."""
+    return asyncio.run(collect_entries_of_ledgers_async(ledgers_by_bookie, sink, addresses=addresses,
+                                                        config=config, cluster=cluster))

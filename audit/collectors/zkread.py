@@ -1,0 +1,93 @@
+"""Batched znode reads with ZooKeeper's multiRead (opcode 22, ZooKeeper >= 3.6) through a kazoo client.
+
+kazoo sends one request per loop turn of its connection thread and hands every reply across threads, which
+caps single `get_async` calls at a few thousand per second in CPython. One multiRead carries many getData
+operations in one request, so that cost is paid once per batch. Each operation succeeds or fails on its own
+(unlike a write `multi`): a deleted znode yields NoNodeError in its slot while the others return data.
+
+Wire format (jute, big-endian; ZooKeeper MultiOperationRecord / MultiResponse): per operation a MultiHeader
+{int type, bool done, int err} then the operation's record; a MultiHeader with done=true ends the list.
+Replies: type 4 (getData) -> buffer data + Stat; type -1 (error) -> int err.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any, Sequence
+
+from kazoo.exceptions import EXCEPTIONS
+from kazoo.protocol.serialization import read_buffer, write_string
+
+MULTI_READ = 22
+GET_DATA = 4
+ERROR = -1
+_HEADER = struct.Struct("!iBi")
+_INT = struct.Struct("!i")
+_STAT_SIZE = struct.calcsize("!qqqqiiiqiiq")
+_END = _HEADER.pack(-1, 1, -1)
+
+
+class MultiReadResults(list):
+    """Per-path results: bytes (None for a znode without data) or a KazooException instance.
+    The repr hides the values: kazoo logs responses at debug level, and znode data may hold secrets."""
+
+    def __repr__(self) -> str:
+        return f"<multiRead: {len(self)} results>"
+
+
+class MultiReadFormatError(ValueError):
+    """The reply did not have the multiRead shape; `field` names the part, `got` what was found."""
+
+    def __init__(self, field: str, expected: str, got: Any):
+        self.field, self.expected, self.got = field, expected, got
+        super().__init__(f"multiRead reply: field {field}: expected {expected}, got {got!r}")
+
+
+class MultiReadData:
+    """A kazoo request object (kazoo calls `serialize()` and `deserialize(buffer, offset)`)."""
+
+    type = MULTI_READ
+
+    def __init__(self, paths: Sequence[str]):
+        self.paths = list(paths)
+
+    def __repr__(self) -> str:
+        return f"<MultiReadData {len(self.paths)} paths>"
+
+    def serialize(self) -> bytes:
+        out = bytearray()
+        get_data_header = _HEADER.pack(GET_DATA, 0, -1)
+        for path in self.paths:
+            out += get_data_header
+            out += write_string(path)
+            out += b"\x00"  # watch = false
+        out += _END
+        return bytes(out)
+
+    @classmethod
+    def deserialize(cls, buffer: bytes, offset: int) -> MultiReadResults:
+        results = MultiReadResults()
+        while True:
+            op_type, done, _ = _HEADER.unpack_from(buffer, offset)
+            offset += _HEADER.size
+            if done:
+                return results
+            if op_type == GET_DATA:
+                data, offset = read_buffer(buffer, offset)
+                offset += _STAT_SIZE
+                results.append(data)
+            elif op_type == ERROR:
+                (code,) = _INT.unpack_from(buffer, offset)
+                offset += _INT.size
+                results.append(EXCEPTIONS[code]())
+            else:
+                raise MultiReadFormatError("MultiHeader.type", f"{GET_DATA} (getData) or {ERROR} (error)", op_type)
+
+
+def multi_read_async(client: Any, paths: Sequence[str]) -> Any:
+    """Send one multiRead of getData for `paths` (absolute, chroot applied here) -> kazoo async result
+    whose value is a MultiReadResults in the order of `paths`."""
+    chroot = client.chroot or ""
+    request = MultiReadData([chroot + p if p != "/" or not chroot else chroot for p in paths])
+    result = client.handler.async_result()
+    client._call(request, result)  # kazoo has no public hook for opcodes it does not wrap
+    return result
