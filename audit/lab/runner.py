@@ -43,7 +43,8 @@ def _collect_through_zookeeper(lab, cluster, sink, secrets):
     zk = cluster.zookeeper
     load_into_zookeeper(lab, zk.hosts, zk.ledgers_root)
     with serve_lab_bookies(lab) as addresses:
-        real = replace(cluster, bookie_addresses={**addresses, **dict(cluster.bookie_addresses)})
+        real = replace(cluster, source="zookeeper", lab=None,
+                       bookie_addresses={**addresses, **dict(cluster.bookie_addresses)})
         report = BookKeeperCollector().collect(real, sink, secrets)
     sink.put("bookies/racks.json", json.dumps(lab.racks, indent=1, sort_keys=True).encode())
     return report, lab.ground_truth()
