@@ -28,10 +28,12 @@ def import_paths(writer, system: str, cluster: str, kind: str, paths: Iterable[P
     from audit.formats.bookkeeper.admin_json import redact_admin_json
     from audit.formats.bookkeeper.ledger_metadata import redact_password
 
-    if kind == "entries-of-ledger" and not bookie:
-        raise ValueError("import --kind entries-of-ledger needs --bookie (the bookie that answered)")
+    files = _walk(paths)
+    if kind == "entries-of-ledger" and not bookie and any("/" not in rel for _, rel in files):
+        raise ValueError("import --kind entries-of-ledger: give --bookie (the bookie that answered), or a folder "
+                         "laid out as <bookieId>/<ledgerId>.pb")
     stored, rejected = [], []
-    for path, rel in _walk(paths):
+    for path, rel in files:
         data = path.read_bytes()
         try:
             if kind == "ledger-metadata":
@@ -41,7 +43,7 @@ def import_paths(writer, system: str, cluster: str, kind: str, paths: Iterable[P
         except PayloadError as exc:
             rejected.append({"file": str(path), "reason": str(exc)})
             continue
-        key = f"{system}/{cluster}/{kind}/" + (f"{bookie}/{rel}" if kind == "entries-of-ledger" else rel)
+        key = f"{system}/{cluster}/{kind}/" + (f"{bookie}/{rel}" if kind == "entries-of-ledger" and bookie else rel)
         writer.put("raw", key, data)
         stored.append(key)
     return {"stored": len(stored), "rejected": rejected, "keys": stored[:20]}

@@ -3,7 +3,8 @@
 Fixtures:
   s3_endpoint  (session)  -> "http://127.0.0.1:<port>"; AWS_* env credentials are "testing"
   s3_bucket    (function) -> name of a fresh, empty bucket on that server (emptied and removed after)
-Helpers: s3_client(endpoint), create_bucket(endpoint, name=None) -> name, delete_bucket(endpoint, name).
+Helpers: s3_client(endpoint), create_bucket(endpoint, name=None) -> name, delete_bucket(endpoint, name),
+  open_s3_store(endpoint, uri, **options) -> audit.store ObjectStore with STORE_CREDENTIALS.
 """
 from __future__ import annotations
 
@@ -19,6 +20,13 @@ TEST_CREDENTIALS = {
     "AWS_SESSION_TOKEN": "testing",
     "AWS_DEFAULT_REGION": "us-east-1",
 }
+STORE_CREDENTIALS = {"access_key": "testing", "secret_key": "testing"}  # as audit.store takes them
+
+
+def open_s3_store(endpoint: str, uri: str, **options):
+    from audit.store import open_store
+
+    return open_store(uri, endpoint_url=endpoint, credentials=STORE_CREDENTIALS, **options)
 
 
 def s3_client(endpoint: str):

@@ -16,6 +16,8 @@ import time
 import zipfile
 from pathlib import Path
 
+from audit.lab.loopback import unused_loopback_port
+
 JAVA_DIR = Path(os.environ.get("REPLAUDIT_ZK_JAVA_DIR", "/usr/share/java"))
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 # The server cannot start without these; other manifest entries (jline for the CLI ...) are optional,
@@ -55,12 +57,6 @@ def zookeeper_classpath(java_dir: Path = JAVA_DIR) -> list[str]:
             jars.append(dep)
     jars += [java_dir / j for j in (*REQUIRED_JARS, *LOGGING_JARS) if (java_dir / j).is_file()]
     return list(dict.fromkeys(str(j) for j in jars))
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def four_letter_word(host: str, port: int, word: bytes, timeout_s: float = 1.0) -> bytes:
@@ -114,7 +110,7 @@ class ZooKeeperServer:
         conf = self.root / "conf"
         conf.mkdir()
         (self.root / "data").mkdir()
-        self.port = _free_port()
+        self.port = unused_loopback_port()
         (conf / "zoo.cfg").write_text(
             "tickTime=2000\n"
             f"dataDir={self.root / 'data'}\n"

@@ -102,7 +102,13 @@ def cmd_import(args) -> int:
     except KeyError:
         raise UsageError(f"{args.estate}: systems.{args.system}: no cluster named {args.cluster!r}") from None
     ctx = pipeline.start_run(args.estate, args.run_id)
-    result = import_paths(ctx.writer, args.system, args.cluster, args.kind, args.paths, bookie=args.bookie)
+    if args.run_id and pipeline.summary_of(ctx.store, estate.name, args.run_id) is not None:
+        pipeline.copy_raw_from(ctx, args.run_id)   # importing into an existing run adds to its evidence
+    try:
+        result = import_paths(ctx.writer, args.system, args.cluster, args.kind, args.paths,
+                              bookie=args.bookie)
+    except (ValueError, FileNotFoundError) as exc:
+        raise UsageError(str(exc)) from None
     ctx.writer.publish({"status": "imported", "import": result})
     print_json({"run_id": ctx.run_id, **result})
     print(f"audit it with: replaudit run --estate {args.estate} --from-raw {ctx.run_id}", file=sys.stderr)

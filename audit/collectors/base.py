@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from audit.secrets import SecretResolver
+    from audit.config.secrets import SecretResolver
 
 
 @runtime_checkable

@@ -11,6 +11,7 @@ Replies: type 4 (getData) -> buffer data + Stat; type -1 (error) -> int err.
 """
 from __future__ import annotations
 
+import logging
 import struct
 from typing import Any, Sequence
 
@@ -24,6 +25,19 @@ _HEADER = struct.Struct("!iBi")
 _INT = struct.Struct("!i")
 _STAT_SIZE = struct.calcsize("!qqqqiiiqiiq")
 _END = _HEADER.pack(-1, 1, -1)
+KAZOO_LOGGER = "kazoo"
+
+
+def quiet_kazoo_logging() -> None:
+    """Raise the kazoo loggers to at least INFO. At DEBUG kazoo logs every request and reply whole
+    ("Received response ...: %r"), and a getData reply holds znode bytes such as ledger passwords. Levels
+    already above INFO stay; a kazoo.* logger someone set to DEBUG is raised too."""
+    kazoo = logging.getLogger(KAZOO_LOGGER)
+    kazoo.setLevel(max(kazoo.level, logging.INFO))  # NOTSET would inherit the root's level
+    for name, logger in list(logging.root.manager.loggerDict.items()):
+        # A child left at NOTSET inherits from "kazoo"; one with its own level is raised like "kazoo".
+        if name.startswith(KAZOO_LOGGER + ".") and isinstance(logger, logging.Logger) and logger.level:
+            logger.setLevel(max(logger.level, logging.INFO))
 
 
 class MultiReadResults(list):

@@ -8,12 +8,11 @@ from urllib.parse import urlsplit
 
 from audit.config.durations import parse_duration
 from audit.config.errors import EstateError
-from audit.config.model import SecretRef
+from audit.config.model import CONNECTION_FIELDS, SecretRef, is_connection_field
 
 NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CONN_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
-CONN_FIELDS = ("password", "login", "host", "schema")
 SECRET_HINT = "put the secret in an env var or Airflow connection"
 
 
@@ -113,8 +112,8 @@ class Reader:
             return SecretRef(env=name, where=where)
         conn = self.string(join(where, "airflow_conn"), value["airflow_conn"], CONN_RE, "an Airflow connection id")
         part = value.get("field", "password")
-        if part not in CONN_FIELDS and not (isinstance(part, str) and part.startswith("extra.") and len(part) > 6):
-            self.bad(join(where, "field"), "one of " + " | ".join(CONN_FIELDS) + " | extra.<key>", part)
+        if not is_connection_field(part):
+            self.bad(join(where, "field"), "one of " + " | ".join(CONNECTION_FIELDS) + " | extra.<key>", part)
         return SecretRef(airflow_conn=conn, field=part, where=where)
 
     def string_map(self, where: str, value: Any, value_pattern: re.Pattern | None, what: str) -> dict[str, str]:

@@ -7,6 +7,14 @@ from typing import Any, ClassVar, Mapping
 
 SEVERITIES = ("critical", "major", "minor", "warning")  # most to least severe
 SOURCES_BOOKKEEPER = ("lab", "zookeeper")
+CONNECTION_FIELDS = ("password", "login", "host", "schema")  # parts of an Airflow connection a SecretRef may pick
+EXTRA_PREFIX = "extra."
+
+
+def is_connection_field(part: object) -> bool:
+    """True for a part a SecretRef may pick: one of CONNECTION_FIELDS or `extra.<key>`."""
+    return part in CONNECTION_FIELDS or (isinstance(part, str) and part.startswith(EXTRA_PREFIX)
+                                         and len(part) > len(EXTRA_PREFIX))
 
 
 @dataclass(frozen=True)

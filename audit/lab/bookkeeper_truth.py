@@ -73,10 +73,12 @@ def ground_truth(state: LabState, cluster: str) -> dict[str, Any]:
             replicas.append(counts)
             for frag in frags:
                 fragments.append({"cluster": cluster, "ledger_id": lid, **frag})
+            # ReplicasCheck classifies a ledger once, by its worst entry: lost, else below Qa, else below Qw.
             for check, key, what in COUNT_CHECKS:
                 if counts[key] > 0:
                     finding(check, lid, f"{counts[key]} of {counts['entries']} entries with {what} "
                             f"(Qw {md.write_quorum_size}, Qa {md.ack_quorum_size})", entry_count=counts[key])
+                    break
             for b in names:
                 if c.answers(b, at):
                     outside = _outside(md, b, c.entries(b, lid) or set())

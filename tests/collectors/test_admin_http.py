@@ -12,6 +12,7 @@ import pytest
 from audit.collectors.base import DirSink
 from audit.collectors.bookkeeper.admin_http import collect_ledger_metadata_http, list_ledger_ids
 from audit.formats.bookkeeper.admin_json import decode_admin_json
+from audit.lab.loopback import unused_loopback_port
 
 PASSWORD_B64 = base64.b64encode(b"http-ledger-pw").decode()
 
@@ -89,10 +90,7 @@ def test_metadata_is_stored_redacted_and_failures_are_gaps(admin_url, tmp_path):
 
 
 def test_unreachable_admin_endpoint_is_a_gap(tmp_path):
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = unused_loopback_port()
     report = collect_ledger_metadata_http(f"http://127.0.0.1:{port}", [1], DirSink(tmp_path), timeout_s=2)
     assert len(report.gaps) == 1 and report.gaps[0].error.startswith("unreachable")
     with pytest.raises(RuntimeError, match="unreachable"):

@@ -2,26 +2,22 @@
 from __future__ import annotations
 
 import json
-import socket
+import logging
 
 import pytest
 from kazoo.security import make_digest_acl
 
 from audit.collectors.base import CollectionReport, DirSink
 from audit.collectors.bookkeeper.collector import BookKeeperCollector, ClusterConfigError, parse_cluster
+from audit.collectors.bookkeeper.zk_metadata import collect_ledger_metadata
 from audit.config.model import BookKeeperCluster, SecretRef, Timeouts, ZooKeeperConfig
 from audit.formats.bookkeeper import protocol
-from audit.secrets import SecretError, SecretResolver
+from audit.lab.loopback import unused_loopback_port
+from audit.config.secrets import SecretError, SecretResolver
 from tests.collectors.bkdata import PASSWORD, closed_ledger, flat_path, legacy_path, long_path, znode
 from tests.collectors.fake_bookie import FakeBookie
 
 FAST = Timeouts(connect_s=2.0, request_s=2.0)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _cluster(zk_client, **kw) -> BookKeeperCluster:
@@ -45,7 +41,7 @@ def test_collects_metadata_then_asks_each_ensemble_bookie(zk_client, tmp_path):
         zk_client.create(f"/ledgers/available/{a.bookie_id}", makepath=True)
         zk_client.create(f"/ledgers/available/readonly/{b.bookie_id}", makepath=True)
 
-        cluster = _cluster(zk_client, bookie_addresses={c: f"127.0.0.1:{_free_port()}"},
+        cluster = _cluster(zk_client, bookie_addresses={c: f"127.0.0.1:{unused_loopback_port()}"},
                            racks={a.bookie_id: "/r1/a", b.bookie_id: "/r2/b"})
         report = BookKeeperCollector().collect(cluster, DirSink(tmp_path), SecretResolver(environ={}))
 
@@ -123,3 +119,45 @@ def test_cluster_config_errors_name_the_field():
                        "bookie_addresses": {"b": "h:3181"}})
     assert (s.zk_hosts, s.ledgers_root, s.zk_timeout_s) == ("h:1/bk", "/ledgers", 7.0)
     assert (s.bookie.connect_timeout_s, s.bookie.request_timeout_s) == (1.0, 7.0)
+
+
+@pytest.fixture
+def kazoo_loggers_as_configured_by_someone_else():
+    """"kazoo" left at NOTSET (inherits the root) and "kazoo.client" set to DEBUG; restored afterwards."""
+    loggers = [logging.getLogger("kazoo"), logging.getLogger("kazoo.client")]
+    saved = [lg.level for lg in loggers]
+    loggers[0].setLevel(logging.NOTSET)
+    loggers[1].setLevel(logging.DEBUG)
+    yield
+    for lg, level in zip(loggers, saved):
+        lg.setLevel(level)
+
+
+def _leaks(records, secret: str) -> list[str]:
+    texts = ((r.name, r.getMessage() + (r.exc_text or "")) for r in records)
+    return [f"{name}: {text[:200]}" for name, text in texts if secret in text]
+
+
+@pytest.mark.parametrize("path", ["collector", "getData per znode (ZooKeeper < 3.6)"])
+def test_no_znode_password_is_logged_with_the_root_logger_at_debug(
+        zk_client, tmp_path, caplog, kazoo_loggers_as_configured_by_someone_else, path):
+    zk_client.create(f"/ledgers/{flat_path(1)}", znode(closed_ledger(1, [(0, ("127.0.0.1:1", "127.0.0.1:2"))])),
+                     makepath=True)
+    secret = PASSWORD.decode()
+    caplog.set_level(logging.DEBUG)  # the root logger
+    caplog.clear()  # the test's own writes above are not the collector's
+    if path == "collector":
+        quick = Timeouts(connect_s=0.5, request_s=0.5)  # the ensemble bookies do not exist
+        report = BookKeeperCollector().collect(_cluster(zk_client, timeouts=quick), DirSink(tmp_path),
+                                               SecretResolver({}))
+    else:
+        report, _ = collect_ledger_metadata(zk_client.hosts_with_chroot, "/ledgers", DirSink(tmp_path), 5.0, batch=1)
+    assert report.counts["ledger_znodes_stored"] == 1
+    assert _leaks(caplog.records, secret) == []
+    assert logging.getLogger().level == logging.DEBUG  # the collector leaves the root alone
+    assert logging.getLogger("kazoo.client").getEffectiveLevel() >= logging.INFO
+
+    # Control: with kazoo at DEBUG the same read does leak, so the check above can fail.
+    logging.getLogger("kazoo.client").setLevel(logging.DEBUG)
+    zk_client.get(f"/ledgers/{flat_path(1)}")
+    assert _leaks(caplog.records, secret)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import time
 
 import pytest
@@ -11,15 +10,10 @@ from audit.collectors.base import DirSink
 from audit.collectors.bookkeeper.bookie_client import (BookieAddressError, BookieClientConfig, bookie_address,
                                                        collect_entries_of_ledgers)
 from audit.formats.bookkeeper import availability, protocol
+from audit.lab.loopback import unused_loopback_port
 from tests.collectors.fake_bookie import FakeBookie
 
 FAST = BookieClientConfig(connect_timeout_s=2.0, request_timeout_s=0.5, window=100, reconnects=1)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _files(root, bookie: str) -> dict[str, bytes]:
@@ -63,7 +57,7 @@ def test_pipelining_with_a_small_window_covers_many_ledgers(tmp_path):
 
 
 def test_refused_connection_is_unreachable_for_every_ledger_not_empty(tmp_path):
-    bookie = f"127.0.0.1:{_free_port()}"
+    bookie = f"127.0.0.1:{unused_loopback_port()}"
     report = collect_entries_of_ledgers({bookie: [4, 5]}, DirSink(tmp_path), config=FAST)
     assert set(_files(tmp_path, bookie)) == {"4.error.json", "5.error.json"}
     assert _error(tmp_path, bookie, 4)["error"] == "unreachable"

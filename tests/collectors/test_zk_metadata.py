@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import struct
 
 import pytest
@@ -14,6 +13,7 @@ from audit.collectors.base import DirSink
 from audit.collectors.bookkeeper.zk_metadata import LEAF, LedgerZnode, child_kind, collect_ledger_metadata
 from audit.collectors.zkread import MultiReadData, MultiReadFormatError
 from audit.formats.bookkeeper.ledger_metadata import decode_znode, redact_password
+from audit.lab.loopback import unused_loopback_port
 from tests.collectors.bkdata import (PASSWORD, closed_ledger, flat_path, legacy_path, long_path, real_znode,
                                      znode)
 
@@ -118,6 +118,17 @@ def test_pipelining_window_smaller_than_the_tree(zk_client, tmp_path):
     assert {g.source.rsplit("/", 1)[-1] for g in report.gaps} == {"available", "cookies"}
 
 
+def _collect_through(client: KazooClient, tmp_path, **options):
+    """collect_ledger_metadata of /ledgers through a test's own kazoo client, started here and closed after."""
+    client.start(timeout=10)
+    try:
+        return collect_ledger_metadata("unused", "/ledgers", DirSink(tmp_path), timeout_s=10, client=client,
+                                       **options)
+    finally:
+        client.stop()
+        client.close()
+
+
 class _DeletingClient(KazooClient):
     """Deletes `victim` just before a request that reads it is queued: a ledger deleted mid-walk.
     Hooks kazoo's request queue so it works for single getData and for multiRead batches alike."""
@@ -138,14 +149,8 @@ def test_znode_deleted_mid_walk_counts_as_deleted_not_as_error(zk_client, tmp_pa
         _create(zk_client, f"/ledgers/{legacy_path(i)}", znode(closed_ledger(i, [(0, (BK1, BK2))])))
     _bookkeeper_scaffolding(zk_client)
     client = _DeletingClient(hosts=zk_client.hosts_with_chroot)
-    client.start(timeout=10)
     client.victim = f"/ledgers/{legacy_path(2)}"
-    try:
-        report, ledgers = collect_ledger_metadata("unused", "/ledgers", DirSink(tmp_path), timeout_s=10,
-                                                  client=client, batch=batch)
-    finally:
-        client.stop()
-        client.close()
+    report, ledgers = _collect_through(client, tmp_path, batch=batch)
     assert client.victim == ""  # the hook fired
     assert [z.ledger_id for z in ledgers] == [1, 3]
     assert report.counts["ledger_znodes_deleted"] == 1
@@ -186,10 +191,8 @@ def test_missing_ledgers_root_is_a_gap(zk_client, tmp_path):
 
 
 def test_unreachable_zookeeper_is_a_gap(tmp_path):
-    with socket.socket() as s:  # a loopback port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    report, ledgers = collect_ledger_metadata(f"127.0.0.1:{port}", "/ledgers", DirSink(tmp_path), timeout_s=0.5)
+    nobody_listens = f"127.0.0.1:{unused_loopback_port()}"
+    report, ledgers = collect_ledger_metadata(nobody_listens, "/ledgers", DirSink(tmp_path), timeout_s=0.5)
     assert ledgers == []
     assert len(report.gaps) == 1 and "cannot connect" in report.gaps[0].error
     assert list(tmp_path.iterdir()) == []
@@ -213,13 +216,7 @@ def test_falls_back_to_single_reads_when_multiread_is_unimplemented(zk_client, t
         _create(zk_client, f"/ledgers/{flat_path(i)}", znode(closed_ledger(i, [(0, (BK1, BK2))])))
     _bookkeeper_scaffolding(zk_client)
     client = _OldServerClient(hosts=zk_client.hosts_with_chroot)
-    client.start(timeout=10)
-    try:
-        report, ledgers = collect_ledger_metadata("unused", "/ledgers", DirSink(tmp_path), timeout_s=10,
-                                                  client=client, batch=3)
-    finally:
-        client.stop()
-        client.close()
+    report, ledgers = _collect_through(client, tmp_path, batch=3)
     assert client.multi_reads == 3  # the batches sent before the first refusal came back: 3 + 3 + 1 znodes
     assert [z.ledger_id for z in ledgers] == list(range(1, 8))
     assert report.counts["multiread_unsupported"] == 1

@@ -85,3 +85,15 @@ def expected_on(md: LedgerMetadata, bookie: str) -> set[int]:
         if bookie in {seg.ensemble[(e + w) % md.ensemble_size] for w in range(md.write_quorum_size)}:
             out.add(e)
     return out
+
+
+REPLICA_CLASSES = (("bk.entries_lost", "lost"), ("bk.entries_below_ack_quorum", "below_ack"),
+                   ("bk.entries_below_write_quorum", "below_write"))
+
+
+def worst_class(counts: dict) -> tuple[str, int] | None:
+    """ReplicasCheck classifies a ledger once, by its worst entries: (check, entry count) or None."""
+    for check, key in REPLICA_CLASSES:
+        if counts[key]:
+            return check, counts[key]
+    return None

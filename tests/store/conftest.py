@@ -2,6 +2,7 @@
 import pytest
 
 from audit.store import open_store
+from tests.s3fixture import open_s3_store
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -16,5 +17,4 @@ def store(store_kind, request, tmp_path):
     endpoint = request.getfixturevalue("s3_endpoint")
     bucket = request.getfixturevalue("s3_bucket")
     # A prefix in the URI: keys must land below it, never at the bucket root.
-    return open_store(f"s3://{bucket}/evidence", endpoint_url=endpoint, region="us-east-1",
-                      credentials={"access_key": "testing", "secret_key": "testing"})
+    return open_s3_store(endpoint, f"s3://{bucket}/evidence", region="us-east-1")

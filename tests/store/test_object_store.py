@@ -6,7 +6,7 @@ import pytest
 from audit.store import InvalidKey, ObjectNotFound, StoreError, open_store
 from audit.store.local import TMP_PREFIX, LocalStore
 from audit.store.s3 import S3Store
-from tests.s3fixture import s3_client
+from tests.s3fixture import STORE_CREDENTIALS, open_s3_store, s3_client
 
 
 def test_put_get_roundtrip_and_overwrite(store):
@@ -104,8 +104,7 @@ def test_prefix_escaping_the_store_is_rejected(store):
 def test_s3_multipart_upload_above_threshold(s3_endpoint, s3_bucket, tmp_path):
     mb = 1024 * 1024
     store = S3Store(s3_bucket, "p", endpoint_url=s3_endpoint, region="us-east-1",
-                    credentials={"access_key": "testing", "secret_key": "testing"},
-                    multipart_threshold=5 * mb, multipart_chunksize=5 * mb)
+                    credentials=STORE_CREDENTIALS, multipart_threshold=5 * mb, multipart_chunksize=5 * mb)
     big = tmp_path / "big.bin"
     big.write_bytes(os.urandom(11 * mb))
     store.upload_file(big, "big.bin")
@@ -115,8 +114,7 @@ def test_s3_multipart_upload_above_threshold(s3_endpoint, s3_bucket, tmp_path):
 
 
 def test_s3_keys_live_under_the_uri_prefix(s3_endpoint, s3_bucket):
-    store = open_store(f"s3://{s3_bucket}/a/b/", endpoint_url=s3_endpoint,
-                       credentials={"access_key": "testing", "secret_key": "testing"})
+    store = open_s3_store(s3_endpoint, f"s3://{s3_bucket}/a/b/")
     store.put("k/1", b"v")
     raw = s3_client(s3_endpoint).list_objects_v2(Bucket=s3_bucket)
     assert [o["Key"] for o in raw["Contents"]] == ["a/b/k/1"]
@@ -124,8 +122,7 @@ def test_s3_keys_live_under_the_uri_prefix(s3_endpoint, s3_bucket):
 
 
 def test_s3_missing_bucket_is_a_store_error(s3_endpoint):
-    store = open_store("s3://no-such-bucket-here", endpoint_url=s3_endpoint,
-                       credentials={"access_key": "testing", "secret_key": "testing"})
+    store = open_s3_store(s3_endpoint, "s3://no-such-bucket-here")
     with pytest.raises(StoreError) as info:
         store.put("k", b"v")
     assert "s3://no-such-bucket-here" in str(info.value) and "NoSuchBucket" in str(info.value)

@@ -7,6 +7,7 @@ import pytest
 
 from audit.store.run import (LocalStaging, ManifestError, RunWriter, latest_run, list_runs,
                              manifest_key, read_manifest)
+from tests.s3fixture import open_s3_store
 
 
 def _write_attempt(store, run_id, attempt_id, files):
@@ -164,10 +165,7 @@ def test_staging_writes_local_files_that_end_up_in_the_run(store, store_kind, tm
 
 
 def test_staging_uploads_only_new_or_changed_files(s3_endpoint, s3_bucket, tmp_path):
-    from audit.store import open_store
-
-    store = open_store(f"s3://{s3_bucket}", endpoint_url=s3_endpoint,
-                       credentials={"access_key": "testing", "secret_key": "testing"})
+    store = open_s3_store(s3_endpoint, f"s3://{s3_bucket}")
     writer = RunWriter(store, "lab", "r1", "a1")
     writer.put("raw", "a", b"a")
     writer.put("raw", "b", b"b")
@@ -181,10 +179,7 @@ def test_staging_uploads_only_new_or_changed_files(s3_endpoint, s3_bucket, tmp_p
 
 
 def test_staging_uploads_nothing_when_the_job_fails(s3_endpoint, s3_bucket, tmp_path):
-    from audit.store import open_store
-
-    store = open_store(f"s3://{s3_bucket}", endpoint_url=s3_endpoint,
-                       credentials={"access_key": "testing", "secret_key": "testing"})
+    store = open_s3_store(s3_endpoint, f"s3://{s3_bucket}")
     writer = RunWriter(store, "lab", "r1", "a1")
     with pytest.raises(RuntimeError):
         with LocalStaging(writer, staging_root=tmp_path) as staging:

@@ -3,9 +3,9 @@ import pytest
 
 from audit.store import StoreError
 from audit.store.s3 import S3Store
+from tests.s3fixture import STORE_CREDENTIALS
 from tests.store.flaky_proxy import FlakyProxy
 
-CREDS = {"access_key": "testing", "secret_key": "testing"}
 
 
 @pytest.fixture
@@ -16,7 +16,7 @@ def proxy(s3_endpoint):
 
 
 def test_put_and_get_survive_transient_503s(proxy, s3_bucket):
-    store = S3Store(s3_bucket, "p", endpoint_url=proxy.url, credentials=CREDS, max_attempts=4)
+    store = S3Store(s3_bucket, "p", endpoint_url=proxy.url, credentials=STORE_CREDENTIALS, max_attempts=4)
     proxy.fail_next(2)
     store.put("k.json", b'{"a": 1}')
     puts = [status for method, path, status in proxy.log if method == "PUT" and path.endswith("/p/k.json")]
@@ -29,7 +29,7 @@ def test_put_and_get_survive_transient_503s(proxy, s3_bucket):
 
 
 def test_listing_retries_per_page(proxy, s3_bucket):
-    store = S3Store(s3_bucket, "", endpoint_url=proxy.url, credentials=CREDS, max_attempts=3)
+    store = S3Store(s3_bucket, "", endpoint_url=proxy.url, credentials=STORE_CREDENTIALS, max_attempts=3)
     for i in range(3):
         store.put(f"l/{i}", b"")
     proxy.log.clear()
@@ -39,7 +39,7 @@ def test_listing_retries_per_page(proxy, s3_bucket):
 
 
 def test_gives_up_after_max_attempts_naming_the_key(proxy, s3_bucket):
-    store = S3Store(s3_bucket, "p", endpoint_url=proxy.url, credentials=CREDS, max_attempts=2)
+    store = S3Store(s3_bucket, "p", endpoint_url=proxy.url, credentials=STORE_CREDENTIALS, max_attempts=2)
     proxy.fail_next(10)
     with pytest.raises(StoreError) as info:
         store.put("doomed.bin", b"x")

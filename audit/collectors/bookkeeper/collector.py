@@ -20,6 +20,7 @@ from typing import Any, Mapping
 from audit.collectors.base import CollectionReport, Collector, CoverageGap, RawSink
 from audit.collectors.bookkeeper import zk_metadata
 from audit.collectors.bookkeeper.bookie_client import BookieClientConfig, collect_entries_of_ledgers
+from audit.config.secrets import SecretResolver
 from audit.formats.errors import PayloadError
 
 COLLECTION_KEY = "collection.json"
@@ -108,7 +109,7 @@ def parse_cluster(cfg: Any) -> BookKeeperClusterSettings:
 class BookKeeperCollector(Collector):
     system = "bookkeeper"
 
-    def collect(self, cluster_cfg: Any, sink: RawSink, secrets) -> CollectionReport:
+    def collect(self, cluster_cfg: Any, sink: RawSink, secrets: SecretResolver) -> CollectionReport:
         s = parse_cluster(cluster_cfg)
         report = CollectionReport(self.system, s.name)
         ledgers_by_bookie: dict[str, set[int]] = defaultdict(set)
@@ -128,12 +129,10 @@ class BookKeeperCollector(Collector):
                 for bookie in seg.ensemble:
                     ledgers_by_bookie[bookie].add(znode.ledger_id)
 
-        resolved: list[str] = []
         auth_data = None
         if s.zk_digest_auth is not None:
             # A missing secret is a configuration error: raise (the SecretError names the reference).
-            resolved.append(secrets.resolve(s.zk_digest_auth))
-            auth_data = [("digest", resolved[-1])]
+            auth_data = [("digest", secrets.resolve(s.zk_digest_auth))]
         if s.racks:
             sink.put(RACKS_KEY, json.dumps(dict(s.racks), indent=2, sort_keys=True).encode())
         zk_report, _ = zk_metadata.collect_ledger_metadata(
@@ -142,14 +141,7 @@ class BookKeeperCollector(Collector):
         report.merge(zk_report)
         report.merge(collect_entries_of_ledgers(ledgers_by_bookie, sink, addresses=s.bookie_addresses,
                                                 config=s.bookie, cluster=s.name))
-        # Error texts come from remote systems and exceptions: scrub the secrets used before storing.
-        report.gaps = [CoverageGap(_scrub(g.source, resolved), g.what, _scrub(g.error, resolved))
-                       for g in report.gaps]
+        # Error texts come from remote systems and exceptions: scrub every resolved secret before storing.
+        report.gaps = [CoverageGap(secrets.redact(g.source), g.what, secrets.redact(g.error)) for g in report.gaps]
         sink.put(COLLECTION_KEY, report.to_json().encode())
         return report
-
-
-def _scrub(text: str, secrets: list[str]) -> str:
-    for value in sorted(secrets, key=len, reverse=True):
-        text = text.replace(value, "***")
-    return text

@@ -19,7 +19,7 @@ from collections import deque
 from typing import Any, Callable, NamedTuple
 
 from audit.collectors.base import CollectionReport, RawSink
-from audit.collectors.zkread import MultiReadFormatError, multi_read_async
+from audit.collectors.zkread import MultiReadFormatError, multi_read_async, quiet_kazoo_logging
 from audit.formats.errors import PayloadError
 
 SYSTEM = "bookkeeper"
@@ -263,6 +263,7 @@ def connect(zk_hosts: str, timeout_s: float, auth_data: list[tuple[str, str]] | 
     `auth_data`: e.g. [("digest", "user:password")]."""
     from kazoo.client import KazooClient
 
+    quiet_kazoo_logging()
     # Session timeout at least 10 s: a short one expires the session during a long walk's GC pause.
     client = KazooClient(hosts=zk_hosts, timeout=max(timeout_s, 10.0), read_only=True, auth_data=auth_data)
     try:
@@ -286,6 +287,7 @@ def collect_ledger_metadata(zk_hosts: str, ledgers_root: str, sink: RawSink, tim
     if window < 1 or batch < 1:
         raise ValueError(f"window, batch: expected >= 1, got {window}, {batch}")
     root = normalize_root(ledgers_root)
+    quiet_kazoo_logging()  # also for a client passed in: its replies carry the znode bytes
     report = CollectionReport(SYSTEM, cluster)
     source_prefix = f"zookeeper://{zk_hosts}"
     own_client = client is None

@@ -70,11 +70,15 @@ def _parse(cls, body: bytes, source: str):
     return msg
 
 
+def _check_operation(msg, message: str, source: str) -> None:
+    if msg.header.operation != pb.GET_LIST_OF_ENTRIES_OF_LEDGER:
+        raise PayloadError(source, f"{message}.header.operation", "GET_LIST_OF_ENTRIES_OF_LEDGER",
+                           pb.OperationType.Name(msg.header.operation))
+
+
 def decode_request(body: bytes, source: str = "request") -> EntriesOfLedgerRequest:
     req = _parse(pb.Request, body, source)
-    if req.header.operation != pb.GET_LIST_OF_ENTRIES_OF_LEDGER:
-        raise PayloadError(source, "Request.header.operation", "GET_LIST_OF_ENTRIES_OF_LEDGER",
-                           pb.OperationType.Name(req.header.operation))
+    _check_operation(req, "Request", source)
     if not req.HasField("getListOfEntriesOfLedgerRequest"):
         raise PayloadError(source, "Request.getListOfEntriesOfLedgerRequest", "present")
     return EntriesOfLedgerRequest(req.getListOfEntriesOfLedgerRequest.ledgerId, req.header.txnId)
@@ -84,9 +88,7 @@ def decode_response(body: bytes, source: str) -> EntriesOfLedgerAnswer:
     """Decode a Response body (without the length prefix). An old bookie that does not know the
     operation answers EBADREQ without an operation response: ledger_id is then None."""
     resp = _parse(pb.Response, body, source)
-    if resp.header.operation != pb.GET_LIST_OF_ENTRIES_OF_LEDGER:
-        raise PayloadError(source, "Response.header.operation", "GET_LIST_OF_ENTRIES_OF_LEDGER",
-                           pb.OperationType.Name(resp.header.operation))
+    _check_operation(resp, "Response", source)
     if not resp.HasField("getListOfEntriesOfLedgerResponse"):
         return EntriesOfLedgerAnswer(pb.StatusCode.Name(resp.status), None, None, resp.header.txnId)
     inner = resp.getListOfEntriesOfLedgerResponse

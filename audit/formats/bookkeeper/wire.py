@@ -57,24 +57,33 @@ def iter_fields(data: bytes, source: str, field: str = "message") -> Iterator[Wi
         number, wire_type = tag >> 3, tag & 7
         if number == 0:
             raise PayloadError(source, field, "a field number > 0", f"tag {tag} at byte {start}")
-        tag_end = value_start = pos
-        if wire_type == VARINT:
-            _, pos = read_varint(data, pos, source, field)
-        elif wire_type == FIXED64:
-            pos += 8
-        elif wire_type == FIXED32:
-            pos += 4
-        elif wire_type == LENGTH_DELIMITED:
-            size, value_start = read_varint(data, pos, source, field)
-            pos = value_start + size
-        elif wire_type == START_GROUP:
-            pos = _skip_group(data, pos, number, source, field)
+        tag_end = pos
+        if wire_type == START_GROUP:
+            value_start, pos = pos, _skip_group(data, pos, number, source, field)
         else:
-            raise PayloadError(source, field, "wire type 0, 1, 2, 3 or 5", f"wire type {wire_type} at byte {start}")
+            skipped = _skip_value(data, pos, wire_type, source, field)
+            if skipped is None:
+                raise PayloadError(source, field, "wire type 0, 1, 2, 3 or 5", f"wire type {wire_type} at byte {start}")
+            value_start, pos = skipped
         if pos > len(data):
             raise PayloadError(source, field, f"{pos - start} bytes for field {number}",
                                f"{len(data) - start} bytes (truncated)")
         yield WireField(number, wire_type, start, tag_end, value_start, pos)
+
+
+def _skip_value(data: bytes, pos: int, wire_type: int, source: str, field: str) -> tuple[int, int] | None:
+    """The value of a non-group field at `pos` -> (value start after any length prefix, end), or None
+    for a wire type that is not VARINT, FIXED64, FIXED32 or LENGTH_DELIMITED. The end may lie past the data."""
+    if wire_type == VARINT:
+        return pos, read_varint(data, pos, source, field)[1]
+    if wire_type == FIXED64:
+        return pos, pos + 8
+    if wire_type == FIXED32:
+        return pos, pos + 4
+    if wire_type == LENGTH_DELIMITED:
+        size, value_start = read_varint(data, pos, source, field)
+        return value_start, value_start + size
+    return None
 
 
 def _skip_group(data: bytes, pos: int, number: int, source: str, field: str) -> int:
@@ -86,17 +95,11 @@ def _skip_group(data: bytes, pos: int, number: int, source: str, field: str) -> 
             depth += 1
         elif wire_type == END_GROUP:
             depth -= 1
-        elif wire_type == VARINT:
-            _, pos = read_varint(data, pos, source, field)
-        elif wire_type == FIXED64:
-            pos += 8
-        elif wire_type == FIXED32:
-            pos += 4
-        elif wire_type == LENGTH_DELIMITED:
-            size, pos = read_varint(data, pos, source, field)
-            pos += size
         else:
-            raise PayloadError(source, field, "a valid wire type inside group", wire_type)
+            skipped = _skip_value(data, pos, wire_type, source, field)
+            if skipped is None:
+                raise PayloadError(source, field, "a valid wire type inside group", wire_type)
+            pos = skipped[1]
         if pos > len(data):
             raise PayloadError(source, field, f"end of group {number}", "end of data (truncated)")
     return pos
