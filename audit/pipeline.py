@@ -168,7 +168,7 @@ def report(ctx: RunContext) -> dict:
 
     with ctx.staging() as st:
         summary = build_run_report(st.root, estate=ctx.estate.name, run_id=ctx.run_id,
-                                   attempt_id=ctx.attempt_id, report_prefix=ctx.writer.key("reports"))
+                                   attempt_id=ctx.attempt_id, report_prefix=ctx.writer.key("reports") + "/")
     ctx.writer.publish(summary)
     return summary
 

@@ -13,3 +13,15 @@ os.environ.setdefault("REPLAUDIT_HOME", str(REPO))
 Path(os.environ["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
 
 pytest_plugins = ["tests.zkfixture", "tests.s3fixture"]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Stop the shared SparkSession while logging still works (py4j logs on interpreter teardown otherwise)."""
+    import sys
+
+    if "pyspark" in sys.modules:
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            active.stop()

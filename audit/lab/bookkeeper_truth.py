@@ -73,12 +73,15 @@ def ground_truth(state: LabState, cluster: str) -> dict[str, Any]:
             replicas.append(counts)
             for frag in frags:
                 fragments.append({"cluster": cluster, "ledger_id": lid, **frag})
-            # ReplicasCheck classifies a ledger once, by its worst entry: lost, else below Qa, else below Qw.
+            # One finding per entry: disjoint bands (0 replicas; 1..Qa-1; Qa..Qw-1) of the nested counts.
+            bands = {"entries_lost": counts["entries_lost"],
+                     "entries_below_ack_quorum": counts["entries_below_ack_quorum"] - counts["entries_lost"],
+                     "entries_below_write_quorum": counts["entries_below_write_quorum"]
+                     - counts["entries_below_ack_quorum"]}
             for check, key, what in COUNT_CHECKS:
-                if counts[key] > 0:
-                    finding(check, lid, f"{counts[key]} of {counts['entries']} entries with {what} "
-                            f"(Qw {md.write_quorum_size}, Qa {md.ack_quorum_size})", entry_count=counts[key])
-                    break
+                if bands[key] > 0:
+                    finding(check, lid, f"{bands[key]} of {counts['entries']} entries with {what} "
+                            f"(Qw {md.write_quorum_size}, Qa {md.ack_quorum_size})", entry_count=bands[key])
             for b in names:
                 if c.answers(b, at):
                     outside = _outside(md, b, c.entries(b, lid) or set())

@@ -87,13 +87,9 @@ def expected_on(md: LedgerMetadata, bookie: str) -> set[int]:
     return out
 
 
-REPLICA_CLASSES = (("bk.entries_lost", "lost"), ("bk.entries_below_ack_quorum", "below_ack"),
-                   ("bk.entries_below_write_quorum", "below_write"))
-
-
-def worst_class(counts: dict) -> tuple[str, int] | None:
-    """ReplicasCheck classifies a ledger once, by its worst entries: (check, entry count) or None."""
-    for check, key in REPLICA_CLASSES:
-        if counts[key]:
-            return check, counts[key]
-    return None
+def replica_bands(counts: dict) -> list[tuple[str, int]]:
+    """One finding per entry: the nested counts split into disjoint bands, (check, entries) where > 0."""
+    bands = [("bk.entries_lost", counts["lost"]),
+             ("bk.entries_below_ack_quorum", counts["below_ack"] - counts["lost"]),
+             ("bk.entries_below_write_quorum", counts["below_write"] - counts["below_ack"])]
+    return [(check, n) for check, n in bands if n > 0]

@@ -1,0 +1,1 @@
+"""Spark helpers shared by spark_jobs/* and the pipeline."""

@@ -1,0 +1,39 @@
+"""One SparkSession per process, set up for quiet, deterministic local runs (stack.md §3)."""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Mapping
+
+LOCAL_DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "4",        # the default 200 only costs scheduling time locally
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+}
+
+
+def get_spark(app_name: str = "replaudit", master: str | None = None, conf: Mapping[str, str] | None = None):
+    """The active session if there is one (its config is left alone), else a new one.
+
+    `master` defaults to $SPARK_MASTER or local[*]. Workers run this interpreter unless PYSPARK_PYTHON
+    says otherwise, so `audit` (installed into the same venv) is importable in UDFs."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    master = master or os.environ.get("SPARK_MASTER") or "local[*]"
+    builder = SparkSession.builder.appName(app_name).master(master)
+    settings = dict(LOCAL_DEFAULTS) if master.startswith("local") else {"spark.ui.enabled": "false"}
+    settings.update(conf or {})
+    for k, v in settings.items():
+        builder = builder.config(k, str(v))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("REPLAUDIT_SPARK_LOG_LEVEL", "ERROR"))
+    return spark

@@ -1,0 +1,217 @@
+"""Per-ledger audit of one joined row (plain Python values in, plain values out), used by the Spark
+transforms in bookkeeper.py. One input row = one ledger with its segments and every bookie answer.
+
+Violation bands: the replica checks report disjoint sets of entries so one entry raises one finding:
+bk.entries_lost = 0 replicas, bk.entries_below_ack_quorum = 1..Qa-1 replicas, bk.entries_below_write_quorum =
+Qa..Qw-1 replicas. The metrics table keeps BookKeeper's nested counts (< Qa includes lost, ...)."""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping
+
+from audit.domain.bookkeeper.invariants import metadata_violations
+from audit.domain.bookkeeper.model import IN_RECOVERY, OPEN, LedgerMetadata, Segment, SequenceGroup
+from audit.domain.bookkeeper.placement import placement_violations
+from audit.domain.bookkeeper.replicas import NO_SUCH_LEDGER, OK, BookieAnswer, LedgerVerdict, audit_ledger
+from audit.domain.bookkeeper.striping import count_expected
+
+SYSTEM = "bookkeeper"
+CRITICAL, MAJOR, MINOR, WARNING = "critical", "major", "minor", "warning"
+EVIDENCE_RANGES = 20  # ranges quoted per fragment in a finding's evidence; the full list is in bk_missing_fragments
+
+# Bookie registration states in bk_bookies (see bookkeeper.normalize_bookkeeper)
+AVAILABLE, READONLY, REGISTERED = "available", "readonly", "registered"
+
+
+def metadata_from_row(row: Mapping[str, Any]) -> LedgerMetadata:
+    return LedgerMetadata(
+        ledger_id=row["ledger_id"], format_version=row["format_version"], ensemble_size=row["ensemble_size"],
+        write_quorum_size=row["write_quorum"], ack_quorum_size=row["ack_quorum"], state=row["state"],
+        last_entry_id=row["last_entry_id"], length=row["length"] or 0,
+        segments=tuple(Segment(s["first_entry_id"], tuple(s["ensemble"])) for s in row["segments"] or ()),
+        digest_type=row.get("digest_type"), has_password=bool(row.get("has_password")), ctime=row.get("ctime"),
+        ctoken=row.get("ctoken"))
+
+
+def answers_from_row(row: Mapping[str, Any]) -> dict[str, BookieAnswer]:
+    out = {}
+    for a in row["answers"] or ():
+        status = a["status"]
+        if status == OK:
+            out[a["bookie"]] = BookieAnswer.ok([SequenceGroup(g["first_sequence_start"], g["last_sequence_start"],
+                                                              g["sequence_size"], g["sequence_period"])
+                                                for g in a["groups"] or ()])
+        elif status == NO_SUCH_LEDGER:
+            out[a["bookie"]] = BookieAnswer.no_such_ledger()
+        else:  # unavailable, error: the bookie's holdings are unknown
+            out[a["bookie"]] = BookieAnswer.unavailable(a["error"] or status)
+    return out
+
+
+class AuditSettings:
+    """What the per-ledger checks need beyond the ledger itself.
+
+    `bookies`: {cluster: {bookie: (state, rack)}} from bk_bookies; a cluster absent from it is not judged
+    for unknown/dead bookies (its registration lists were not collected)."""
+
+    def __init__(self, run_id: str = "", bookies: Mapping[str, Mapping[str, tuple[str, str | None]]] | None = None,
+                 as_of_ms: int | None = None, open_ledger_max_age_ms: int | None = None,
+                 min_racks_per_write_quorum: int = 2, max_ranges: int = 1000):
+        self.run_id, self.bookies = run_id, bookies or {}
+        self.as_of_ms, self.open_ledger_max_age_ms = as_of_ms, open_ledger_max_age_ms
+        self.min_racks_per_write_quorum, self.max_ranges = min_racks_per_write_quorum, max_ranges
+
+
+def audit_row(row: Mapping[str, Any], s: AuditSettings) -> dict:
+    """{metric columns..., fragments: [...], violations: [...]} for one ledger row."""
+    return audit_parsed(row["cluster"], metadata_from_row(row), answers_from_row(row), s)
+
+
+def audit_parsed(cluster: str, md: LedgerMetadata, answers: Mapping[str, BookieAnswer], s: AuditSettings) -> dict:
+    v = audit_ledger(md, answers, s.max_ranges)
+    out = {"cluster": cluster, "ledger_id": md.ledger_id, "state": md.state, "audited": v.audited,
+           "least_replicas": v.least_replicas if v.audited else None,
+           "entries": v.entries if v.audited else max(md.last_entry_id + 1, 0) if md.is_closed else 0,
+           "entries_lost": v.entries_lost, "entries_below_ack_quorum": v.entries_below_ack_quorum,
+           "entries_below_write_quorum": v.entries_below_write_quorum,
+           "unavailable_bookies": len(v.unavailable_bookies)}
+    out["fragments"] = [
+        {"cluster": cluster, "ledger_id": md.ledger_id, "segment_first_entry_id": f.segment_first_entry_id,
+         "segment_last_entry_id": f.segment_last_entry_id, "ensemble": list(f.ensemble), "bookie": f.bookie,
+         "bookie_index": f.bookie_index, "missing_count": f.missing_count,
+         "missing_ranges": [{"first": a, "last": b} for a, b in f.missing_ranges]}
+        for f in v.fragments]
+    out["violations"] = list(_violations(md, v, cluster, s))
+    return out
+
+
+def _subject(md: LedgerMetadata) -> str:
+    return f"ledger {md.ledger_id}"
+
+
+def _violation(s: AuditSettings, cluster: str, check: str, severity: str, subject: str, entry_count: int,
+               message: str, evidence: dict) -> dict:
+    return {"run_id": s.run_id, "system": SYSTEM, "cluster": cluster, "check": check, "severity": severity,
+            "subject": subject, "entry_count": int(entry_count), "message": message,
+            "evidence": json.dumps(evidence, sort_keys=True)}
+
+
+def _fragment_evidence(v: LedgerVerdict) -> list[dict]:
+    return [{"segment_first_entry_id": f.segment_first_entry_id, "bookie": f.bookie, "bookie_index": f.bookie_index,
+             "missing_count": f.missing_count, "missing_ranges": [list(r) for r in f.missing_ranges[:EVIDENCE_RANGES]],
+             "ranges_truncated": f.ranges_truncated or len(f.missing_ranges) > EVIDENCE_RANGES}
+            for f in v.fragments]
+
+
+def _violations(md: LedgerMetadata, v: LedgerVerdict, cluster: str, s: AuditSettings) -> Iterable[dict]:
+    subject = _subject(md)
+    quorum = f"E={md.ensemble_size} Qw={md.write_quorum_size} Qa={md.ack_quorum_size}"
+    for code, message in metadata_violations(md):
+        yield _violation(s, cluster, "bk.metadata_invariant", MAJOR, subject, 0, f"ledger {md.ledger_id}: {message}",
+                         {"ledger_id": md.ledger_id, "code": code})
+    if v.audited:
+        yield from _replica_violations(md, v, cluster, s, subject, quorum)
+    yield from _bookie_violations(md, cluster, s, subject)
+    for pv in _placement(md, cluster, s):
+        yield pv
+    if (md.state in (OPEN, IN_RECOVERY) and md.ctime is not None and s.as_of_ms is not None
+            and s.open_ledger_max_age_ms is not None and s.as_of_ms - md.ctime > s.open_ledger_max_age_ms):
+        age = s.as_of_ms - md.ctime
+        yield _violation(s, cluster, "bk.ledger_open_too_long", WARNING, subject, 0,
+                         f"ledger {md.ledger_id} is {md.state} for {age} ms (limit {s.open_ledger_max_age_ms} ms)",
+                         {"ledger_id": md.ledger_id, "state": md.state, "ctime": md.ctime, "as_of_ms": s.as_of_ms,
+                          "age_ms": age})
+
+
+def _replica_violations(md, v: LedgerVerdict, cluster, s, subject, quorum) -> Iterable[dict]:
+    bands = (("bk.entries_lost", CRITICAL, v.entries_lost, "have no replica left"),
+             ("bk.entries_below_ack_quorum", MAJOR, v.entries_below_ack_quorum - v.entries_lost,
+              f"have fewer than Qa={md.ack_quorum_size} replicas"),
+             ("bk.entries_below_write_quorum", MINOR, v.entries_below_write_quorum - v.entries_below_ack_quorum,
+              f"have fewer than Qw={md.write_quorum_size} replicas"))
+    evidence = None
+    for check, severity, n, what in bands:
+        if n <= 0:
+            continue
+        if evidence is None:
+            evidence = {"ledger_id": md.ledger_id, "least_replicas": v.least_replicas, "entries": v.entries,
+                        "entries_lost": v.entries_lost, "entries_below_ack_quorum": v.entries_below_ack_quorum,
+                        "entries_below_write_quorum": v.entries_below_write_quorum,
+                        "unavailable_bookies": [list(u) for u in v.unavailable_bookies],
+                        "fragments": _fragment_evidence(v)}
+        yield _violation(s, cluster, check, severity, subject, n,
+                         f"ledger {md.ledger_id} ({quorum}): {n} entries {what}; least replicas {v.least_replicas}",
+                         evidence)
+    if v.outside_ensemble:
+        n = sum(o.entry_count for o in v.outside_ensemble)
+        where = sorted({o.bookie for o in v.outside_ensemble})
+        yield _violation(
+            s, cluster, "bk.entries_outside_ensemble", MAJOR, subject, n,
+            f"ledger {md.ledger_id}: {n} entries held by bookies the metadata does not place them on "
+            f"({', '.join(where)}); the metadata may name the wrong ensemble (apache/bookkeeper#4651)",
+            {"ledger_id": md.ledger_id, "outside": [
+                {"segment_first_entry_id": o.segment_first_entry_id, "ensemble": list(o.ensemble),
+                 "bookie": o.bookie, "entry_count": o.entry_count,
+                 "ranges": [list(r) for r in o.ranges[:EVIDENCE_RANGES]],
+                 "ranges_truncated": o.ranges_truncated or len(o.ranges) > EVIDENCE_RANGES}
+                for o in v.outside_ensemble]})
+
+
+def _expected_on_bookie(md: LedgerMetadata, bookie: str) -> int:
+    """Entries the metadata places on `bookie` (CLOSED ledgers; 0 when the end is not known)."""
+    if not md.is_closed or md.ensemble_size < 1:
+        return 0
+    total = 0
+    for seg, first, last in md.segment_bounds():
+        idx = [i for i, b in enumerate(seg.ensemble) if b == bookie and i < md.ensemble_size]
+        for i in idx[:1]:  # a repeated bookie stores each entry once
+            total += count_expected(i, max(first, 0), last, md.ensemble_size, md.write_quorum_size)
+    return total
+
+
+def _bookie_violations(md: LedgerMetadata, cluster: str, s: AuditSettings, subject: str) -> Iterable[dict]:
+    known = s.bookies.get(cluster)
+    if not known:
+        return
+    seen = []
+    for seg in md.segments:
+        for b in seg.ensemble:
+            if b not in seen:
+                seen.append(b)
+    for b in seen:
+        state = known.get(b, (None, None))[0]
+        if state in (AVAILABLE, READONLY):
+            continue
+        segs = [seg.first_entry_id for seg in md.segments if b in seg.ensemble]
+        n = _expected_on_bookie(md, b)
+        if state is None:
+            check, what = "bk.ensemble_unknown_bookie", "was never registered (no cookie, not available)"
+        else:
+            check, what = "bk.ensemble_dead_bookie", "is registered but neither available nor read-only"
+        yield _violation(s, cluster, check, MAJOR, subject, n,
+                         f"ledger {md.ledger_id}: ensemble bookie {b} {what}; {n} entries are placed on it",
+                         {"ledger_id": md.ledger_id, "bookie": b, "bookie_state": state, "segments": segs})
+
+
+def _placement(md: LedgerMetadata, cluster: str, s: AuditSettings) -> Iterable[dict]:
+    known = s.bookies.get(cluster) or {}
+    racks = {b: rack for b, (_, rack) in known.items() if rack}
+    if not racks:
+        return
+    found = placement_violations(md, racks, s.min_racks_per_write_quorum)
+    if not found:
+        return
+    n = 0
+    if md.is_closed:
+        bounds = {seg.first_entry_id: (first, last) for seg, first, last in md.segment_bounds()}
+        for p in found:
+            first, last = bounds[p.segment_first_entry_id]
+            # entries e of [first, last] with e mod E == write_set_index use this write set
+            n += count_expected(p.write_set_index, max(first, 0), last, md.ensemble_size, 1)
+    yield _violation(
+        s, cluster, "bk.placement_violation", MINOR, _subject(md), n,
+        f"ledger {md.ledger_id}: {len(found)} write sets span fewer than "
+        f"{min(s.min_racks_per_write_quorum, md.write_quorum_size)} racks",
+        {"ledger_id": md.ledger_id, "write_sets": [
+            {"segment_first_entry_id": p.segment_first_entry_id, "write_set_index": p.write_set_index,
+             "bookies": list(p.bookies), "racks": list(p.racks)} for p in found]})
