@@ -67,9 +67,25 @@ def test_run_then_report_and_import_then_from_raw(tmp_path, capsys):
         assert main(["import", "--estate", str(estate), "--run-id", "imp", "--system", "bookkeeper",
                      "--cluster", "bk-a", "--kind", kind, str(raw / kind)]) == EXIT_CLEAN
     capsys.readouterr()
+    # bad input: a truncated znode is refused at import (it cannot be redacted safely), naming the file ...
+    truncated = tmp_path / "dump" / "00" / "0000" / "L9999"
+    truncated.parent.mkdir(parents=True)
+    truncated.write_bytes(b"BookieMetadataFormatVersion\t3\n\x60\x08\x02")
+    assert main(["import", "--estate", str(estate), "--run-id", "imp", "--system", "bookkeeper", "--cluster", "bk-a",
+                 "--kind", "ledger-metadata", str(tmp_path / "dump")]) == EXIT_INCOMPLETE
+    rejected = json.loads(capsys.readouterr().out)["rejected"]
+    assert len(rejected) == 1 and "L9999" in rejected[0]["file"] and "field" in rejected[0]["reason"]
+    # ... and a bookie answer of the wrong length is kept as evidence, quarantined, and reported as not covered
+    bogus = tmp_path / "bogus" / "4242.pb"
+    bogus.parent.mkdir()
+    bogus.write_bytes(b"\x08\x03\x10\x00 truncated")
+    assert main(["import", "--estate", str(estate), "--run-id", "imp", "--system", "bookkeeper", "--cluster", "bk-a",
+                 "--kind", "entries-of-ledger", "--bookie", "bookie-01.lab:3181", str(bogus)]) == EXIT_CLEAN
+    capsys.readouterr()
     assert main(["run", "--estate", str(estate), "--run-id", "r2", "--from-raw", "imp", "--json"]) == EXIT_VIOLATIONS
     again = json.loads(capsys.readouterr().out)
-    assert again["counts"]["by_check"] == summary["counts"]["by_check"]
+    assert again["counts"]["by_check"] == summary["counts"]["by_check"]   # the run went on for everything else
+    assert any("4242.pb" in str(g.get("source")) for g in again["coverage_gaps"])
 
 
 def test_run_of_a_missing_raw_run_is_a_usage_error(tmp_path, capsys):
