@@ -16,6 +16,11 @@ DEFAULT_ESTATE = os.environ.get(
 )
 
 
+# task id -> audit.pipeline function, in order; the last task posts the run's violations to the alert routes
+STAGES = {"normalize": "normalize", "audit_replicas": "audit", "validate": "validate", "report": "report",
+          "alert": "alert"}
+
+
 @dag(
     dag_id="replaudit_nightly_audit",
     schedule="@daily",
@@ -47,43 +52,23 @@ def replaudit_nightly_audit():
 
         return pipeline.collect_cluster(pipeline.RunContext.from_xcom(run), cluster["system"], cluster["name"])
 
-    @task
-    def normalize(run: dict, collected: list[dict]) -> dict:
-        from audit import pipeline
+    def stage(name: str):
+        """One pipeline stage as a task: normalize, audit, validate, report (publishes the run), alert.
+        `previous` only orders the tasks; every stage reads the run's evidence from the store."""
 
-        return pipeline.normalize(pipeline.RunContext.from_xcom(run))
+        @task(task_id=name)
+        def run_stage(run: dict, previous) -> dict:
+            from audit import pipeline
 
-    @task
-    def audit_replicas(run: dict, tables: dict) -> dict:
-        from audit import pipeline
+            return getattr(pipeline, STAGES[name])(pipeline.RunContext.from_xcom(run))
 
-        return pipeline.audit(pipeline.RunContext.from_xcom(run))
-
-    @task
-    def validate(run: dict, findings: dict) -> dict:
-        from audit import pipeline
-
-        return pipeline.validate(pipeline.RunContext.from_xcom(run))
-
-    @task
-    def report(run: dict, validation: dict) -> dict:
-        from audit import pipeline
-
-        return pipeline.report(pipeline.RunContext.from_xcom(run))
-
-    @task
-    def alert(run: dict, summary: dict) -> dict:
-        from audit import pipeline
-
-        return pipeline.alert(pipeline.RunContext.from_xcom(run))
+        return run_stage
 
     run = start_run()
     collected = collect.partial(run=run).expand(cluster=list_clusters(run))
-    tables = normalize(run, collected)
-    findings = audit_replicas(run, tables)
-    validation = validate(run, findings)
-    summary = report(run, validation)
-    alert(run, summary)
+    previous = collected
+    for name in STAGES:
+        previous = stage(name)(run, previous)
 
 
 replaudit_nightly_audit()

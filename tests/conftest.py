@@ -1,6 +1,8 @@
 """Session-wide test environment. Airflow reads AIRFLOW_HOME at import, so it is set before anything imports it:
 Airflow must never touch ~/airflow."""
 import os
+
+import pytest
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,3 +27,12 @@ def pytest_sessionfinish(session, exitstatus):
         active = SparkSession.getActiveSession()
         if active is not None:
             active.stop()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for the whole suite (the pipeline's own get_spark reuses it); stopped at the end."""
+    from audit.sparkutil.session import get_spark
+
+    return get_spark("replaudit-tests", master="local[2]",
+                     conf={"spark.sql.shuffle.partitions": "2", "spark.ui.showConsoleProgress": "false"})

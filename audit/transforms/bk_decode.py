@@ -5,12 +5,12 @@ tagged with the table they belong to (keys of other systems give no rows). Anyth
 decoded becomes a `quarantine` row with the reason; nothing is dropped silently."""
 from __future__ import annotations
 
-import base64
 import json
 from typing import Iterator
 
 from audit.domain.bookkeeper.model import LedgerMetadata
 from audit.formats.bookkeeper import availability, ledger_metadata, protocol
+from audit.formats.bookkeeper.sniff import text_or_base64  # BookKeeper's toString convention
 from audit.formats.errors import PayloadError
 
 SYSTEM = "bookkeeper"
@@ -26,18 +26,8 @@ ZNODE, ADMIN_JSON, ENTRIES, ENTRIES_ERROR, BOOKIE_LISTS, RACKS_JSON, COLLECTION 
 Row = tuple[str, dict]
 
 
-def _text_or_b64(value: bytes) -> str:
-    try:
-        text = value.decode("utf-8")
-        if text.isprintable():
-            return text
-    except UnicodeDecodeError:
-        pass
-    return "base64:" + base64.b64encode(value).decode()  # BookKeeper's toString convention
-
-
 def ledger_row(cluster: str, key: str, md: LedgerMetadata) -> dict:
-    custom = {k: _text_or_b64(v) for k, v in md.custom_metadata.items()}
+    custom = {k: text_or_base64(v) for k, v in md.custom_metadata.items()}
     return {"cluster": cluster, "ledger_id": md.ledger_id, "source_key": key, "format_version": md.format_version,
             "state": md.state, "ensemble_size": md.ensemble_size, "write_quorum": md.write_quorum_size,
             "ack_quorum": md.ack_quorum_size, "last_entry_id": md.last_entry_id, "length": md.length,

@@ -11,7 +11,7 @@ from audit.formats.bookkeeper import availability, ledger_metadata, protocol
 from audit.formats.errors import PayloadError
 
 
-def _text_or_b64(value: bytes) -> str:
+def text_or_base64(value: bytes) -> str:
     try:
         text = value.decode("utf-8")
         if text.isprintable():
@@ -24,7 +24,7 @@ def _text_or_b64(value: bytes) -> str:
 def metadata_dict(md: LedgerMetadata) -> dict:
     out = dataclasses.asdict(md)
     out["segments"] = [{"first_entry_id": s.first_entry_id, "ensemble": list(s.ensemble)} for s in md.segments]
-    out["custom_metadata"] = {k: _text_or_b64(v) for k, v in md.custom_metadata.items()}
+    out["custom_metadata"] = {k: text_or_base64(v) for k, v in md.custom_metadata.items()}
     return out
 
 
