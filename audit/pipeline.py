@@ -167,8 +167,10 @@ def report(ctx: RunContext) -> dict:
     from audit.report.build import build_run_report
 
     with ctx.staging() as st:
+        # Where a person opens the report: the store URI plus the key (a local path for file:// stores).
+        report_prefix = ctx.estate.store.uri.rstrip("/") + "/" + ctx.writer.key("reports") + "/"
         summary = build_run_report(st.root, estate=ctx.estate.name, run_id=ctx.run_id,
-                                   attempt_id=ctx.attempt_id, report_prefix=ctx.writer.key("reports") + "/")
+                                   attempt_id=ctx.attempt_id, report_prefix=report_prefix)
     ctx.writer.publish(summary)
     return summary
 

@@ -7,6 +7,7 @@ from typing import Mapping
 
 LOCAL_DEFAULTS = {
     "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",    # progress bars garble task logs
     "spark.sql.shuffle.partitions": "4",        # the default 200 only costs scheduling time locally
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
