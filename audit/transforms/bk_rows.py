@@ -74,7 +74,9 @@ def audit_parsed(cluster: str, md: LedgerMetadata, answers: Mapping[str, BookieA
            "entries": v.entries if v.audited else max(md.last_entry_id + 1, 0) if md.is_closed else 0,
            "entries_lost": v.entries_lost, "entries_below_ack_quorum": v.entries_below_ack_quorum,
            "entries_below_write_quorum": v.entries_below_write_quorum,
-           "unavailable_bookies": len(v.unavailable_bookies)}
+           "unavailable_bookies": len(v.unavailable_bookies),
+           # the ledger's own quorums, so row-level expectations compare least_replicas with them
+           "write_quorum": md.write_quorum_size, "ack_quorum": md.ack_quorum_size}
     out["fragments"] = [
         {"cluster": cluster, "ledger_id": md.ledger_id, "segment_first_entry_id": f.segment_first_entry_id,
          "segment_last_entry_id": f.segment_last_entry_id, "ensemble": list(f.ensemble), "bookie": f.bookie,

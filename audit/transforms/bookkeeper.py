@@ -46,7 +46,8 @@ BOOKIES = _struct(("cluster", S), ("bookie", S), ("state", S), ("rack", S))
 QUARANTINE = _struct(("system", S), ("cluster", S), ("source_key", S), ("payload_kind", S), ("reason", S))
 METRICS = _struct(("cluster", S), ("ledger_id", L), ("state", S), ("audited", B), ("least_replicas", I),
                   ("entries", L), ("entries_lost", L), ("entries_below_ack_quorum", L),
-                  ("entries_below_write_quorum", L), ("unavailable_bookies", I))
+                  ("entries_below_write_quorum", L), ("unavailable_bookies", I), ("write_quorum", I),
+                  ("ack_quorum", I))
 FRAGMENTS = _struct(("cluster", S), ("ledger_id", L), ("segment_first_entry_id", L), ("segment_last_entry_id", L),
                     ("ensemble", ArrayType(S)), ("bookie", S), ("bookie_index", I), ("missing_count", L),
                     ("missing_ranges", ArrayType(_struct(("first", L), ("last", L)))))

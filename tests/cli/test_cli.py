@@ -57,6 +57,9 @@ def test_run_then_report_and_import_then_from_raw(tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["status"] == "violations" and summary["lab"]["missed"] == 0
     assert summary["lab"]["false_alarms"] == 0 and summary["lab"]["wrong_count"] == 0
+    # every GX suite ran (none skipped or broken) and failed on the lab's faults
+    assert {s["name"]: s["status"] for s in summary["validation"]["suites"]} == {
+        "bk_ledger_replicas": "failed", "violations": "failed"}
 
     assert main(["report", "--estate", str(estate), "--run-id", "r1", "--json"]) == EXIT_VIOLATIONS
     assert json.loads(capsys.readouterr().out)["run_id"] == "r1"

@@ -72,7 +72,7 @@ def test_metrics(frames):
     m = frames["metrics"]
     assert m[1] == dict(cluster="c1", ledger_id=1, state=CLOSED, audited=True, least_replicas=2, entries=30,
                         entries_lost=0, entries_below_ack_quorum=0, entries_below_write_quorum=0,
-                        unavailable_bookies=0)
+                        unavailable_bookies=0, write_quorum=2, ack_quorum=2)
     assert (m[2]["least_replicas"], m[2]["entries_lost"], m[2]["entries_below_ack_quorum"]) == (0, 2, 2)
     assert (m[3]["audited"], m[3]["least_replicas"], m[3]["entries"]) == (False, None, 0)
     # ledger 4: b1 unavailable (not counted), b2 lost entry 4 -> 1 replica < Qa=2
