@@ -145,7 +145,8 @@ def _entries(cluster: str, rest: list[str], key: str, data: bytes, kind: str) ->
             if answer.availability is None:
                 raise PayloadError(key, "availabilityOfEntriesOfLedger", "bytes with status EOK", None)
             groups = availability.decode(answer.availability, key)
-            yield _avail(cluster, bookie, ledger_id, "ok", None, _groups(groups), key)
+            # canonical: equal runs at an equal stride become one periodic group (bookies send one per run)
+            yield _avail(cluster, bookie, ledger_id, "ok", None, _groups(availability.canonical_groups(groups)), key)
         elif answer.status in NO_LEDGER_STATUSES:
             yield _avail(cluster, bookie, ledger_id, "no_such_ledger", answer.status, None, key)
         else:
