@@ -77,6 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     except commands.UsageError as exc:
         print(f"replaudit: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as exc:  # never exit 1 ("violations found") because of a crash
+        import traceback
+
+        traceback.print_exc()
+        print(f"replaudit {args.command}: internal failure: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 def print_json(obj) -> None:

@@ -94,3 +94,14 @@ def test_run_then_report_and_import_then_from_raw(tmp_path, capsys):
 def test_run_of_a_missing_raw_run_is_a_usage_error(tmp_path, capsys):
     assert main(["run", "--estate", str(_estate(tmp_path)), "--from-raw", "nope"]) == EXIT_USAGE
     assert "nope" in capsys.readouterr().err
+
+
+def test_a_crash_is_exit_4_never_1(tmp_path, capsys, monkeypatch):
+    from audit import pipeline
+    from audit.cli.main import EXIT_FAILURE
+
+    def broken(*a, **k):
+        raise RuntimeError("disk on fire")
+    monkeypatch.setattr(pipeline, "run_all", broken)
+    assert main(["run", "--estate", str(_estate(tmp_path))]) == EXIT_FAILURE
+    assert "internal failure: RuntimeError: disk on fire" in capsys.readouterr().err
