@@ -167,6 +167,12 @@ def report(ctx: RunContext) -> dict:
     from audit.report.build import build_run_report
 
     with ctx.staging() as st:
+        # What build_run_report reads (a no-op for a local store; an S3 store is read through staging).
+        for area in ("tables", "findings", "metrics", "reports"):
+            st.fetch(area)
+        st.fetch("raw", "_lab")
+        for c in list_clusters(ctx):
+            st.fetch_file("raw", c["system"], c["name"], "collection.json")
         # Where a person opens the report: the store URI plus the key (a local path for file:// stores).
         report_prefix = ctx.estate.store.uri.rstrip("/") + "/" + ctx.writer.key("reports") + "/"
         summary = build_run_report(st.root, estate=ctx.estate.name, run_id=ctx.run_id,
@@ -221,7 +227,8 @@ def copy_raw_from(ctx: RunContext, source_run_id: str) -> int:
     return n
 
 
-def summary_of(store, estate: Any, run_id: str) -> dict[str, Any] | None:
+def published_manifest(store, estate: Any, run_id: str) -> dict[str, Any] | None:
+    """The manifest of a published run ("latest" = the newest), or None."""
     from audit.store.run import latest_run, read_manifest
 
     if run_id == "latest":

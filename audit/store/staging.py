@@ -55,6 +55,19 @@ class LocalStaging:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    def fetch_file(self, area: str, *parts: str) -> Path | None:
+        """One object of the attempt as a local file, or None if the attempt does not hold it."""
+        path = self._local(area, parts)
+        if not self.direct:
+            key = self.writer.key(area, *parts)
+            if not self.writer.store.exists(key):
+                return None
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.writer.store.download_file(key, path)
+            st = path.stat()
+            self._fetched[path] = (st.st_size, st.st_mtime_ns)
+        return path if path.is_file() else None
+
     def commit(self) -> list[str]:
         """Upload new or changed staged files (nothing to do for a local store). Returns their keys."""
         if self.direct or not self.root.is_dir():
