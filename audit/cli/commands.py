@@ -102,7 +102,7 @@ def cmd_import(args) -> int:
     except KeyError:
         raise UsageError(f"{args.estate}: systems.{args.system}: no cluster named {args.cluster!r}") from None
     ctx = pipeline.start_run(args.estate, args.run_id)
-    if args.run_id and pipeline.summary_of(ctx.store, estate.name, args.run_id) is not None:
+    if args.run_id and pipeline.published_manifest(ctx.store, estate.name, args.run_id) is not None:
         pipeline.copy_raw_from(ctx, args.run_id)   # importing into an existing run adds to its evidence
     try:
         result = import_paths(ctx.writer, args.system, args.cluster, args.kind, args.paths,
@@ -115,17 +115,20 @@ def cmd_import(args) -> int:
     return EXIT_INCOMPLETE if result["rejected"] else EXIT_CLEAN
 
 
-def cmd_report(args) -> int:
+def _published_summary(estate, run_id: str) -> dict:
+    """The summary in a published run's manifest (run_id may be "latest")."""
     from audit import pipeline
-    from audit.store import open_estate_store
     from audit.config.secrets import SecretResolver
+    from audit.store import open_estate_store
 
-    estate = _load(args.estate)
-    store = open_estate_store(estate.store, SecretResolver())
-    manifest = pipeline.summary_of(store, estate.name, args.run_id)
+    manifest = pipeline.published_manifest(open_estate_store(estate.store, SecretResolver()), estate.name, run_id)
     if manifest is None:
-        raise UsageError(f"estate {estate.name!r}: no published run {args.run_id!r}")
-    summary = manifest["summary"]
+        raise UsageError(f"estate {estate.name!r}: no published run {run_id!r}")
+    return manifest["summary"]
+
+
+def cmd_report(args) -> int:
+    summary = _published_summary(_load(args.estate), args.run_id)
     _print_summary(summary, args.json)
     return exit_code(summary)
 
@@ -150,11 +153,6 @@ def cmd_nightly(args) -> int:
     if proc.returncode != 0:
         print("replaudit nightly: the DAG run failed (see the task logs above)", file=sys.stderr)
         return EXIT_FAILURE
-    from audit import pipeline
-    from audit.store import open_estate_store
-    from audit.config.secrets import SecretResolver
-
-    store = open_estate_store(estate.store, SecretResolver())
-    manifest = pipeline.summary_of(store, estate.name, "latest")
-    _print_summary(manifest["summary"], False)
-    return exit_code(manifest["summary"])
+    summary = _published_summary(estate, "latest")
+    _print_summary(summary, False)
+    return exit_code(summary)
