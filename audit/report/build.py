@@ -29,19 +29,7 @@ def _coverage(root: Path) -> list[dict]:
     for q in _rows(root / "tables" / "quarantine"):
         gaps.append({"system": q["system"], "cluster": q["cluster"], "source": q["source_key"],
                      "what": q["payload_kind"], "error": q["reason"]})
-    for g in _rows(root / "findings" / "coverage"):
-        gaps.append(dict(g))
-    return _dedupe(gaps)
-
-
-def _dedupe(items: list[dict]) -> list[dict]:
-    seen, out = set(), []
-    for g in items:
-        key = json.dumps(g, sort_keys=True, default=str)
-        if key not in seen:
-            seen.add(key)
-            out.append(g)
-    return out
+    return gaps
 
 
 def _ground_truth(root: Path) -> dict[str, Any]:
