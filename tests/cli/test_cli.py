@@ -8,23 +8,14 @@ from pathlib import Path
 import pytest
 
 from audit.cli.main import EXIT_CLEAN, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_VIOLATIONS, main
+from tests.estates import write_lab_estate
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 
 
-def _estate(tmp_path: Path, lab: str = "{seed: 5, ledgers: 24}", extra: str = "") -> Path:
-    p = tmp_path / "estate.yaml"
-    p.write_text(f"""
-estate: clitest
-store: {{uri: "file://{tmp_path / 'store'}"}}
-spark: {{master: "local[2]"}}
-systems:
-  bookkeeper:
-    - name: bk-a
-      source: lab
-      lab: {lab}
-{extra}""")
-    return p
+def _estate(tmp_path: Path, lab: str = "{seed: 5, ledgers: 24}") -> Path:
+    return write_lab_estate(tmp_path / "estate.yaml", estate="clitest", store=f'{{uri: "file://{tmp_path / "store"}"}}',
+                            cluster="bk-a", lab=lab)
 
 
 def test_inspect_decodes_a_real_v3_znode(tmp_path, capsys):

@@ -8,6 +8,11 @@ from audit.domain.bookkeeper.striping import (Holding, count_expected, count_gro
 from audit.formats.bookkeeper.availability import groups_contain
 
 
+# (E, Qw, ensemble index) with 1 <= Qw <= E
+ENSEMBLE_QUORUM_INDEX = st.integers(1, 7).flatmap(
+    lambda E: st.tuples(st.just(E), st.integers(1, E), st.integers(0, E - 1)))
+
+
 @pytest.mark.parametrize("e, E, Qw, expected", [
     (0, 3, 2, (0, 1)), (1, 3, 2, (1, 2)), (2, 3, 2, (2, 0)),      # formats.md §1.6 example
     (7, 5, 3, (2, 3, 4)), (9, 5, 3, (4, 0, 1)), (4, 1, 1, (0,)),
@@ -30,7 +35,7 @@ def test_count_expected(index, first, last, E, Qw, expected):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(1, 7).flatmap(lambda E: st.tuples(st.just(E), st.integers(1, E), st.integers(0, E - 1))),
+@given(ENSEMBLE_QUORUM_INDEX,
        st.integers(0, 60), st.integers(-1, 40))
 def test_count_and_neighbours_match_brute_force(eqi, first, length):
     E, Qw, i = eqi
@@ -98,7 +103,7 @@ def test_group_intersection_cost_does_not_follow_length():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(1, 7).flatmap(lambda E: st.tuples(st.just(E), st.integers(1, E), st.integers(0, E - 1))),
+@given(ENSEMBLE_QUORUM_INDEX,
        st.integers(0, 40), st.integers(-1, 40))
 def test_stripe_groups_hold_exactly_the_stripe(eqi, first, length):
     from audit.domain.bookkeeper.striping import stripe_groups
