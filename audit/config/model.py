@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Mapping
 
 SEVERITIES = ("critical", "major", "minor", "warning")  # most to least severe
 SOURCES_BOOKKEEPER = ("lab", "zookeeper")
+SOURCES_PULSAR = ("lab", "admin")
 CONNECTION_FIELDS = ("password", "login", "host", "schema")  # parts of an Airflow connection a SecretRef may pick
 EXTRA_PREFIX = "extra."
 
@@ -121,7 +122,36 @@ class BookKeeperCluster:
     lab: dict[str, Any] | None = None
 
 
-ClusterConfig = BookKeeperCluster  # grows into a Union as more systems get collectors
+@dataclass(frozen=True)
+class PulsarDump:
+    """How the per-entry topic dump runs: parallel admin requests, entries per raw chunk, and a cap per topic
+    (positions beyond the cap are reported as not covered, never silently dropped)."""
+
+    concurrency: int = 8
+    chunk_entries: int = 1000
+    max_entries_per_topic: int = 1_000_000
+
+
+@dataclass(frozen=True)
+class PulsarCluster:
+    """One Pulsar cluster. `name` is the cluster name its brokers use (replicated_from, pulsar.repl.<name>).
+    `token` resolves to the admin bearer token. `lab` is a plain dict for the simulator (source "lab")."""
+
+    system: ClassVar[str] = "pulsar"
+
+    name: str
+    source: str  # "lab" | "admin"
+    admin_url: str | None = None
+    token: SecretRef | None = None
+    namespaces: tuple[str, ...] = ()  # "tenant/namespace"
+    topics: tuple[str, ...] = ()  # "persistent://tenant/namespace/topic"
+    dump: PulsarDump = field(default_factory=PulsarDump)
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    tls_verify: bool = True
+    lab: dict[str, Any] | None = None
+
+
+ClusterConfig = BookKeeperCluster | PulsarCluster
 
 
 @dataclass(frozen=True)
@@ -134,11 +164,14 @@ class Estate:
     thresholds: Thresholds = field(default_factory=Thresholds)
     alerts: Alerts = field(default_factory=Alerts)
     bookkeeper: tuple[BookKeeperCluster, ...] = ()
+    pulsar: tuple[PulsarCluster, ...] = ()
 
     def clusters(self, system: str) -> tuple[ClusterConfig, ...]:
         if system == "bookkeeper":
             return self.bookkeeper
-        raise KeyError(f"estate {self.name!r} has no system {system!r} (known: bookkeeper)")
+        if system == "pulsar":
+            return self.pulsar
+        raise KeyError(f"estate {self.name!r} has no system {system!r} (known: bookkeeper, pulsar)")
 
     def cluster(self, system: str, name: str) -> ClusterConfig:
         for cluster in self.clusters(system):
