@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 TOP_KEYS = ("estate", "store", "spark", "thresholds", "alerts", "systems")
-SYSTEMS = ("bookkeeper",)
+SYSTEMS = ("bookkeeper", "pulsar")
 BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 HOST_PORT_RE = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
 ZK_HOSTS_RE = re.compile(r"^[A-Za-z0-9_.\-]+:\d{1,5}(,[A-Za-z0-9_.\-]+:\d{1,5})*(/[^/\s]+)*$")
@@ -74,7 +74,7 @@ def parse_estate(text: str, path: str | Path = "<estate>", home: str | Path | No
         spark=_spark(r, doc.get("spark")),
         thresholds=_thresholds(r, doc.get("thresholds")),
         alerts=_alerts(r, doc.get("alerts")),
-        bookkeeper=_systems(r, doc["systems"]),
+        **_systems(r, doc["systems"]),
     )
 
 
@@ -183,11 +183,18 @@ def _spark(r: Reader, value: Any) -> SparkConfig:
 def _thresholds(r: Reader, value: Any) -> Thresholds:
     if value is None:
         return Thresholds()
-    r.mapping("thresholds", value, ("open_ledger_max_age", "min_racks_per_write_quorum"))
+    r.mapping("thresholds", value, ("open_ledger_max_age", "min_racks_per_write_quorum",
+                                    "pulsar_replicator_backlog_max", "pulsar_snapshot_max_age"))
     default = Thresholds()
     age = value.get("open_ledger_max_age")
     racks = value.get("min_racks_per_write_quorum")
+    backlog = value.get("pulsar_replicator_backlog_max")
+    snap_age = value.get("pulsar_snapshot_max_age")
     return Thresholds(
+        pulsar_replicator_backlog_max=r.integer("thresholds.pulsar_replicator_backlog_max", backlog, 0)
+        if backlog is not None else default.pulsar_replicator_backlog_max,
+        pulsar_snapshot_max_age_s=r.duration("thresholds.pulsar_snapshot_max_age", snap_age)
+        if snap_age is not None else default.pulsar_snapshot_max_age_s,
         open_ledger_max_age_s=r.duration("thresholds.open_ledger_max_age", age)
         if age is not None else default.open_ledger_max_age_s,
         min_racks_per_write_quorum=r.integer("thresholds.min_racks_per_write_quorum", racks, 1)
@@ -230,8 +237,24 @@ def _alerts(r: Reader, value: Any) -> Alerts:
     return Alerts(routes=tuple(routes))
 
 
-def _systems(r: Reader, value: Any) -> tuple[BookKeeperCluster, ...]:
+def _systems(r: Reader, value: Any) -> dict[str, tuple]:
+    from audit.config.estate_pulsar import pulsar_clusters
+
     r.mapping("systems", value, SYSTEMS)
+    systems = {"bookkeeper": _bookkeeper_clusters(r, value), "pulsar": pulsar_clusters(r, value.get("pulsar"), _timeouts)}
+    # Cluster names key findings, lab ground truth (raw/_lab/<name>) and reports: unique across systems.
+    owner: dict[str, str] = {}
+    for system, clusters in systems.items():
+        for i, c in enumerate(clusters):
+            if c.name in owner:
+                r.fail(join(join(f"systems.{system}", i), "name"),
+                       f"a cluster name unique across systems (already used in systems.{owner[c.name]})",
+                       f"duplicate {c.name!r}")
+            owner[c.name] = system
+    return systems
+
+
+def _bookkeeper_clusters(r: Reader, value: Any) -> tuple[BookKeeperCluster, ...]:
     raw = value.get("bookkeeper") or []
     if not isinstance(raw, list):
         r.bad("systems.bookkeeper", "a list of clusters", raw)

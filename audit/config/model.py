@@ -71,6 +71,8 @@ class SparkConfig:
 class Thresholds:
     open_ledger_max_age_s: int = 6 * 3600
     min_racks_per_write_quorum: int = 2
+    pulsar_replicator_backlog_max: int = 10_000  # entries waiting in a pulsar.repl.<remote> cursor
+    pulsar_snapshot_max_age_s: int = 300  # newest complete PIP-33 snapshot, while data is published
 
 
 @dataclass(frozen=True)
