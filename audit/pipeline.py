@@ -15,7 +15,7 @@ from typing import Any
 from audit.timeutil import new_run_id, now_ms
 
 log = logging.getLogger("replaudit.pipeline")
-SYSTEMS = ("bookkeeper",)
+SYSTEMS = ("bookkeeper", "pulsar")
 
 
 @dataclass
@@ -94,17 +94,10 @@ def collect_cluster(ctx: RunContext, system: str, name: str) -> dict:
         raw_dir = st.dir("raw", system, name)
         sink = DirSink(raw_dir)
         try:
-            if cluster.source == "lab":
-                from audit.lab.runner import collect_lab_cluster
-
-                report, truth = collect_lab_cluster(cluster, sink, ctx.secrets, ctx.as_of_ms,
-                                                    ctx.estate.thresholds.open_ledger_max_age_s)
+            report, truth = _collect(ctx, system, cluster, sink)
+            if truth is not None:
                 (st.dir("raw", "_lab", name) / "ground_truth.json").write_text(
                     json.dumps(truth, indent=1, sort_keys=True))
-            else:
-                from audit.collectors.bookkeeper.collector import BookKeeperCollector
-
-                report = BookKeeperCollector().collect(cluster, sink, ctx.secrets)
         except Exception as exc:  # the cluster is not covered; the run goes on for the others
             log.exception("collect %s/%s failed", system, name)
             report = CollectionReport(system=system, cluster=name, counts={},
@@ -117,14 +110,40 @@ def collect_cluster(ctx: RunContext, system: str, name: str) -> dict:
         st.cleanup()
 
 
+def _collect(ctx: RunContext, system: str, cluster, sink):
+    """(CollectionReport, lab ground truth or None) of one cluster."""
+    if system == "pulsar":
+        if cluster.source == "lab":
+            from audit.lab.pulsar_runner import collect_lab_pulsar_cluster
+
+            return collect_lab_pulsar_cluster(cluster, sink, ctx.secrets, ctx.as_of_ms)
+        from audit.collectors.pulsar.collector import PulsarCollector
+
+        return PulsarCollector().collect(cluster, sink, ctx.secrets), None
+    if cluster.source == "lab":
+        from audit.lab.runner import collect_lab_cluster
+
+        return collect_lab_cluster(cluster, sink, ctx.secrets, ctx.as_of_ms,
+                                   ctx.estate.thresholds.open_ledger_max_age_s)
+    from audit.collectors.bookkeeper.collector import BookKeeperCollector
+
+    return BookKeeperCollector().collect(cluster, sink, ctx.secrets), None
+
+
 # -- spark stages ---------------------------------------------------------------------------
 def normalize(ctx: RunContext) -> dict:
+    """Each system's normalizer over raw/; a system without raw evidence in this run is skipped."""
     from spark_jobs import bk_normalize
 
     with ctx.staging() as st:
         raw = st.fetch("raw")
         out = st.dir("tables")
-        return bk_normalize.run(ctx.spark(), str(raw), str(out))
+        counts = bk_normalize.run(ctx.spark(), str(raw), str(out))
+        if (raw / "pulsar").is_dir():
+            from spark_jobs import pulsar_normalize
+
+            counts.update(pulsar_normalize.run(ctx.spark(), str(raw), str(out)))
+        return counts
 
 
 def audit(ctx: RunContext) -> dict:
@@ -134,10 +153,18 @@ def audit(ctx: RunContext) -> dict:
     with ctx.staging() as st:
         tables = st.fetch("tables")
         root = st.root
-        return bk_replicas_audit.run(
+        result = bk_replicas_audit.run(
             ctx.spark(), str(tables), str(root), run_id=ctx.run_id, as_of_ms=ctx.as_of_ms,
             open_ledger_max_age_ms=th.open_ledger_max_age_s * 1000,
             min_racks_per_write_quorum=th.min_racks_per_write_quorum)
+        if (tables / "pulsar_entries").is_dir():
+            from spark_jobs import pulsar_audit
+
+            result.update(pulsar_audit.run(
+                ctx.spark(), str(tables), str(root), run_id=ctx.run_id, as_of_ms=ctx.as_of_ms,
+                replicator_backlog_max=th.pulsar_replicator_backlog_max,
+                snapshot_max_age_s=th.pulsar_snapshot_max_age_s))
+        return result
 
 
 def validate(ctx: RunContext) -> dict:
