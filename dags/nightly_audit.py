@@ -1,4 +1,4 @@
-"""Nightly audit: collect per cluster -> normalize -> audit -> validate -> report -> alert.
+"""Nightly audit: collect per cluster (BookKeeper and Pulsar) -> normalize -> audit -> validate -> report -> alert.
 
 Importing this file has no side effects: all work (and heavy imports) happens inside the tasks.
 The tasks call the same stage functions as `replaudit run` (audit/pipeline.py)."""
@@ -17,8 +17,16 @@ DEFAULT_ESTATE = os.environ.get(
 
 
 # task id -> audit.pipeline function, in order; the last task posts the run's violations to the alert routes
-STAGES = {"normalize": "normalize", "audit_replicas": "audit", "validate": "validate", "report": "report",
+STAGES = {"normalize": "normalize", "audit": "audit", "validate": "validate", "report": "report",
           "alert": "alert"}
+
+
+def compact(result):
+    """What a stage task returns through XCom (and Airflow logs): scalars as they are, containers as their
+    size. The full result already lives in the run's folder of the object store."""
+    if not isinstance(result, dict):
+        return result
+    return {k: (v if isinstance(v, (str, int, float, bool)) or v is None else len(v)) for k, v in result.items()}
 
 
 @dag(
@@ -50,7 +58,8 @@ def replaudit_nightly_audit():
     def collect(run: dict, cluster: dict) -> dict:
         from audit import pipeline
 
-        return pipeline.collect_cluster(pipeline.RunContext.from_xcom(run), cluster["system"], cluster["name"])
+        return compact(pipeline.collect_cluster(pipeline.RunContext.from_xcom(run), cluster["system"],
+                                                cluster["name"]))
 
     def stage(name: str):
         """One pipeline stage as a task: normalize, audit, validate, report (publishes the run), alert.
@@ -60,7 +69,7 @@ def replaudit_nightly_audit():
         def run_stage(run: dict, previous) -> dict:
             from audit import pipeline
 
-            return getattr(pipeline, STAGES[name])(pipeline.RunContext.from_xcom(run))
+            return compact(getattr(pipeline, STAGES[name])(pipeline.RunContext.from_xcom(run)))
 
         return run_stage
 

@@ -37,7 +37,7 @@ def test_dags_import_without_errors():
     assert bag.import_errors == {}
     dag = bag.dags["replaudit_nightly_audit"]
     assert "expression='0 0 * * *'" in repr(dag.timetable)  # @daily
-    assert {t.task_id for t in dag.tasks} >= {"collect", "normalize", "audit_replicas", "validate", "report", "alert"}
+    assert {t.task_id for t in dag.tasks} >= {"collect", "normalize", "audit", "validate", "report", "alert"}
     assert dag.tasks[-1].task_id == "alert" or "alert" in {t.task_id for t in dag.leaves}
 
 
@@ -76,3 +76,17 @@ alerts:
     checks = {v["check"] for v in body["violations"]}
     assert checks and checks <= set(summary["counts"]["by_check"])
     assert "dag-test-token" not in json.dumps(summary)
+
+
+def test_stage_results_reach_xcom_compacted():
+    """Summaries and validation results stay in the store; XCom (and the task log) gets scalars and sizes."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("nightly_audit_module", REPO / "dags" / "nightly_audit.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = {"status": "violations", "run_id": "r1", "violations": 3, "ratio": 0.5, "gx": None,
+              "findings": [{"check": "x"}] * 4, "counts": {"a": 1, "b": 2}}
+    assert module.compact(result) == {"status": "violations", "run_id": "r1", "violations": 3, "ratio": 0.5,
+                                      "gx": None, "findings": 4, "counts": 2}
+    assert module.compact([1, 2]) == [1, 2]
