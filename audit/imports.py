@@ -4,8 +4,10 @@ Ledger metadata passes through the same password redaction as collection; a znod
 decoded (so cannot be redacted safely) is rejected with the reason and not stored."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Iterable
+from urllib.parse import quote
 
 from audit.formats.errors import PayloadError
 
@@ -23,8 +25,49 @@ def _walk(paths: Iterable[Path]) -> list[tuple[Path, str]]:
     return out
 
 
+BOOKKEEPER_KINDS = ("ledger-metadata", "ledger-metadata-http", "entries-of-ledger", "bookies")
+# Pulsar hand-taken dumps: kind -> file name inside the topic folder (docs/pulsar-contracts.md, raw layout).
+PULSAR_KINDS = {"stats-internal": "stats-internal.json", "stats": "stats.json",
+                "replicated-status": "replicated-status.json", "dump": None}
+_TOPIC = re.compile(r"^persistent://([^/\s]+)/([^/\s]+)/([^/\s]+)$")
+
+
+def pulsar_topic_folder(topic: str) -> str:
+    """`persistent://t/ns/x` -> `topics/t/ns/x` (where the collectors keep a topic's evidence)."""
+    m = _TOPIC.match(topic or "")
+    if m is None or any(part in (".", "..") for part in m.groups()):
+        raise ValueError(f"--topic {topic!r}: expected persistent://tenant/namespace/topic")
+    return "topics/" + "/".join(m.groups())
+
+
+def import_pulsar(writer, cluster: str, kind: str, paths: Iterable[Path], topic: str | None,
+                  subscription: str | None = None) -> dict:
+    """`pulsar-admin topics stats-internal|stats|get-replicated-subscription-status` outputs, or dump chunks
+    (a folder laid out as <ledgerId>/<first>-<last>.jsonl), into raw/pulsar/<cluster>/topics/..."""
+    if kind not in PULSAR_KINDS:
+        raise ValueError(f"--kind {kind!r}: expected one of {', '.join(PULSAR_KINDS)} for --system pulsar")
+    folder = pulsar_topic_folder(topic)
+    if kind == "replicated-status":
+        if not subscription:
+            raise ValueError("import --kind replicated-status: give --subscription")
+        folder += "/subscriptions/" + quote(subscription, safe="")
+    files = _walk(paths)
+    if kind != "dump" and len(files) != 1:
+        raise ValueError(f"import --kind {kind}: expected exactly one file, got {len(files)}")
+    stored = []
+    for path, rel in files:
+        key = f"pulsar/{cluster}/{folder}/" + (f"dump/{rel}" if kind == "dump" else PULSAR_KINDS[kind])
+        writer.put("raw", key, path.read_bytes())
+        stored.append(key)
+    return {"stored": len(stored), "rejected": [], "keys": stored[:20]}
+
+
 def import_paths(writer, system: str, cluster: str, kind: str, paths: Iterable[Path],
-                 bookie: str | None = None) -> dict:
+                 bookie: str | None = None, topic: str | None = None, subscription: str | None = None) -> dict:
+    if system == "pulsar":
+        return import_pulsar(writer, cluster, kind, paths, topic, subscription)
+    if kind not in BOOKKEEPER_KINDS:
+        raise ValueError(f"--kind {kind!r}: expected one of {', '.join(BOOKKEEPER_KINDS)} for --system bookkeeper")
     from audit.formats.bookkeeper.admin_json import redact_admin_json
     from audit.formats.bookkeeper.ledger_metadata import redact_password
 

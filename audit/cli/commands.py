@@ -106,7 +106,7 @@ def cmd_import(args) -> int:
         pipeline.copy_raw_from(ctx, args.run_id)   # importing into an existing run adds to its evidence
     try:
         result = import_paths(ctx.writer, args.system, args.cluster, args.kind, args.paths,
-                              bookie=args.bookie)
+                              bookie=args.bookie, topic=args.topic, subscription=args.subscription)
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from None
     ctx.writer.publish({"status": "imported", "import": result})

@@ -36,12 +36,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("import", help="import hand-taken dumps (znodes, entry lists, admin JSON) into a run's raw/")
     _estate_arg(p)
     p.add_argument("--run-id", help="run id (default: now, UTC)")
-    p.add_argument("--system", required=True, choices=["bookkeeper"])
+    p.add_argument("--system", required=True, choices=["bookkeeper", "pulsar"])
     p.add_argument("--cluster", required=True)
     p.add_argument("--kind", required=True,
-                   choices=["ledger-metadata", "ledger-metadata-http", "entries-of-ledger", "bookies"],
-                   help="raw payload kind (docs/layout.md)")
+                   choices=["ledger-metadata", "ledger-metadata-http", "entries-of-ledger", "bookies",
+                            "stats-internal", "stats", "replicated-status", "dump"],
+                   help="raw payload kind: BookKeeper ledger-metadata, ledger-metadata-http, entries-of-ledger, "
+                        "bookies (docs/layout.md); Pulsar stats-internal, stats, replicated-status, dump "
+                        "(docs/pulsar-contracts.md)")
     p.add_argument("--bookie", help="bookie id, for entries-of-ledger")
+    p.add_argument("--topic", help="persistent://tenant/namespace/topic, for Pulsar kinds")
+    p.add_argument("--subscription", help="subscription name, for replicated-status")
     p.add_argument("paths", nargs="+", type=Path, help="files, or folders (walked; relative paths are kept)")
 
     p = sub.add_parser("run", help="run the whole pipeline locally, without Airflow")
