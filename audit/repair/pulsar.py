@@ -1,0 +1,226 @@
+"""Dry-run repair plan for Pulsar replicated subscriptions after a failover. Pure: no I/O, deterministic output.
+
+Input: metrics/pulsar_failover rows (docs/pulsar-contracts.md). For each (topic, subscription, source, target)
+whose target cursor does not match the exact answer (another MDP, or messages redelivered / skipped), the plan
+puts the target subscription in the state the source had:
+  1. cumulative reset of the target cursor AT `exact_target_mdp` (REST resetcursor with isExcluded=true, or
+     `pulsar-admin topics reset-cursor ... -m L:E -e`): the broker seeks to the entry after L:E, so the
+     markDeletePosition becomes L:E, and the reset clears the target's individually-deleted ranges;
+  2. individual acknowledgements of `to_acknowledge` (what the source had acked above its MDP) through a
+     client consumer, in chunks.
+`preconditions` hold the target cursor seen by the audit; whoever applies the plan re-reads it and refuses
+if it moved. Applying goes through the approval flow (not here). `plan_id` is the sha256 of the plan."""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from typing import Any, Mapping
+from urllib.parse import quote
+
+from audit.repair.bookkeeper import RepairInputError, plan_id
+
+ACK_CHUNK = 10_000            # positions per acknowledgement chunk (and the audit's to_acknowledge cap)
+_POSITION = re.compile(r"(\d+):(-1|\d+)")     # broker position L:E; E = -1 means "before entry 0 of L"
+_TOPIC = re.compile(r"persistent://([^/]+)/([^/]+)/(.+)")
+_COUNTS = ("redelivered", "skipped", "lost", "to_acknowledge_count")
+
+
+def plan_subscription_repairs(failover_rows: list[dict], *, cluster_admin_urls: Mapping[str, str] | None = None,
+                              chunk_size: int = ACK_CHUNK) -> list[dict]:
+    """One dry-run plan per row needing a repair (`status: "planned"`), one error item per bad row
+    (`status: "error"`, naming the row and the field); rows already in step produce nothing. Sorted by
+    (target cluster, topic, subscription, source cluster); errors last, in row order."""
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError("chunk_size: expected a positive integer")
+    urls = dict(cluster_admin_urls or {})
+    plans, errors = [], []
+    for i, row in enumerate(failover_rows):
+        try:
+            plan = _plan_row(i, row, urls, chunk_size)
+        except RepairInputError as exc:
+            errors.append(_error_item(i, row, exc))
+            continue
+        if plan is not None:
+            plans.append(plan)
+    plans.sort(key=lambda p: (p["cluster"], p["topic"], p["subscription"], p["source_cluster"]))
+    return plans + errors
+
+
+def _label(i: int, row: Any) -> str:
+    if not isinstance(row, Mapping):
+        return f"failover[{i}]"
+    return (f"failover[{i}] {row.get('topic')} sub={row.get('subscription')} "
+            f"{row.get('source_cluster')}->{row.get('target_cluster')}")
+
+
+def _error_item(i: int, row: Any, exc: RepairInputError) -> dict[str, Any]:
+    get = row.get if isinstance(row, Mapping) else (lambda _k: None)
+    return {"status": "error", "system": "pulsar", "row": i, "topic": get("topic"),
+            "subscription": get("subscription"), "source_cluster": get("source_cluster"),
+            "target_cluster": get("target_cluster"), "field": exc.field, "expected": exc.expected,
+            "error": str(exc)}
+
+
+def _text(row: Mapping[str, Any], src: str, key: str) -> str:
+    value = row.get(key)
+    if not isinstance(value, str) or not value:
+        raise RepairInputError(src, key, "a non-empty string")
+    return value
+
+
+def _position(row: Mapping[str, Any], src: str, key: str) -> tuple[int, int]:
+    value = row.get(key)
+    m = _POSITION.fullmatch(value) if isinstance(value, str) else None
+    if m is None:
+        raise RepairInputError(src, key, f"a position 'ledgerId:entryId', got {value!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _count(row: Mapping[str, Any], src: str, key: str) -> int:
+    value = row.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise RepairInputError(src, key, f"a non-negative integer, got {value!r}")
+    return value
+
+
+def _to_acknowledge(row: Mapping[str, Any], src: str, after: tuple[int, int], full_count: int) -> list[tuple]:
+    raw = row.get("to_acknowledge")
+    if raw is None:
+        raw = "[]"
+    try:
+        items = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        raise RepairInputError(src, "to_acknowledge", "a JSON list of 'L:E' strings") from None
+    if not isinstance(items, list):
+        raise RepairInputError(src, "to_acknowledge", "a JSON list of 'L:E' strings")
+    out = []
+    for j, item in enumerate(items):
+        m = _POSITION.fullmatch(item) if isinstance(item, str) else None
+        if m is None:
+            raise RepairInputError(src, "to_acknowledge", f"'L:E' positions, item {j} is {item!r}")
+        pos = (int(m.group(1)), int(m.group(2)))
+        # An individual ack at or below the new MDP would be a no-op: the audit's answer is inconsistent.
+        if pos <= after:
+            raise RepairInputError(src, "to_acknowledge", f"positions after exact_target_mdp "
+                                                          f"{after[0]}:{after[1]}, item {j} is {item}")
+        out.append(pos)
+    if len(set(out)) != len(out):
+        raise RepairInputError(src, "to_acknowledge", "distinct positions")
+    if len(out) > full_count:
+        raise RepairInputError(src, "to_acknowledge_count", f"at least the {len(out)} listed positions")
+    return sorted(out)
+
+
+def _plan_row(i: int, row: Any, urls: Mapping[str, str], chunk_size: int) -> dict[str, Any] | None:
+    src = _label(i, row)
+    if not isinstance(row, Mapping):
+        raise RepairInputError(src, "(row)", "a mapping of metrics/pulsar_failover columns")
+    topic, sub = _text(row, src, "topic"), _text(row, src, "subscription")
+    source, target = _text(row, src, "source_cluster"), _text(row, src, "target_cluster")
+    m = _TOPIC.fullmatch(topic)
+    if m is None:
+        raise RepairInputError(src, "topic", "a persistent topic 'persistent://tenant/namespace/topic'")
+    current, exact = _position(row, src, "target_mdp"), _position(row, src, "exact_target_mdp")
+    source_mdp = _position(row, src, "source_mdp")
+    counts = {k: _count(row, src, k) for k in _COUNTS}
+    acks = _to_acknowledge(row, src, exact, counts["to_acknowledge_count"])
+    if current == exact and counts["redelivered"] == 0 and counts["skipped"] == 0:
+        return None                  # the target already delivers exactly what the source would have
+    admin = urls.get(target)
+    plan: dict[str, Any] = {
+        "status": "planned", "system": "pulsar", "dry_run": True,
+        "cluster": target, "source_cluster": source, "topic": topic, "subscription": sub,
+        "admin_url": admin,
+        "preconditions": {
+            "target_mark_delete_position": _fmt(current), "to_acknowledge_count": counts["to_acknowledge_count"],
+            "verify": f"bin/pulsar-admin{_admin_flag(admin)} topics stats-internal {shlex.quote(topic)}",
+            "refuse_if": f"cursors[{sub!r}].markDeletePosition is not {_fmt(current)} (the cursor moved after "
+                         f"the audit: re-run the audit instead of applying this plan)"},
+        "observed": {"source_mark_delete_position": _fmt(source_mdp), "target_mark_delete_position": _fmt(current),
+                     "exact_target_mark_delete_position": _fmt(exact),
+                     "expected_target_mark_delete_position": row.get("expected_target_mdp"),
+                     "redelivered": counts["redelivered"], "skipped": counts["skipped"], "lost": counts["lost"],
+                     "complete": row.get("complete")},
+        "steps": [_reset_step(m.groups(), topic, sub, exact, current, admin, target),
+                  _ack_step(topic, sub, acks, counts["to_acknowledge_count"], chunk_size)],
+        "warnings": _warnings(current, exact, counts, row.get("complete")),
+        "notes": ["dry run: nothing was changed. Applying needs the approval flow, which is not part of this "
+                  "plan; stop the subscription's consumers on both clusters first (the reset disconnects "
+                  "those on the target anyway)."],
+    }
+    plan["plan_id"] = plan_id(plan)
+    return plan
+
+
+def _fmt(pos: tuple[int, int]) -> str:
+    return f"{pos[0]}:{pos[1]}"
+
+
+def _admin_flag(admin: str | None) -> str:
+    return f" --admin-url {shlex.quote(admin)}" if admin else ""
+
+
+def _reset_step(parts: tuple[str, ...], topic: str, sub: str, exact: tuple[int, int], current: tuple[int, int],
+                admin: str | None, target: str) -> dict[str, Any]:
+    tenant, ns, local = parts
+    path = (f"/admin/v2/persistent/{quote(tenant, safe='')}/{quote(ns, safe='')}/{quote(local, safe='')}"
+            f"/subscription/{quote(sub, safe='')}/resetcursor")
+    direction = "none" if exact == current else "backward" if exact < current else "forward"
+    return {
+        "step": 1, "action": "reset_cursor", "from": _fmt(current), "to": _fmt(exact), "direction": direction,
+        "http": {"method": "POST", "url": (admin or f"<admin url of {target}>") + path,
+                 "body": {"ledgerId": exact[0], "entryId": exact[1], "partitionIndex": -1, "isExcluded": True,
+                          "batchIndex": -1}},
+        "command": f"bin/pulsar-admin{_admin_flag(admin)} topics reset-cursor {shlex.quote(topic)} "
+                   f"-s {shlex.quote(sub)} -m {_fmt(exact)} -e",
+        # isExcluded: the broker seeks to the entry after L:E, so the markDeletePosition lands AT L:E.
+        "why": f"after the reset the markDeletePosition is {_fmt(exact)}, delivery resumes after it and the "
+               f"target's individually-acknowledged ranges are cleared (step 2 puts back the right ones)",
+    }
+
+
+def _ack_step(topic: str, sub: str, acks: list[tuple[int, int]], full_count: int, chunk_size: int) -> dict:
+    chunks = [acks[k:k + chunk_size] for k in range(0, len(acks), chunk_size)]
+    step: dict[str, Any] = {
+        "step": 2, "action": "acknowledge_individually", "positions_total": full_count,
+        "positions_listed": len(acks), "remaining": full_count - len(acks),
+        "chunks": [{"index": n, "first": _fmt(c[0]), "last": _fmt(c[-1]), "count": len(c),
+                    "positions": [_fmt(p) for p in c]} for n, c in enumerate(chunks)],
+        # Each partition is its own topic in the plan: the consumer subscribes to it directly, so the
+        # MessageId partition is -1; entries are acked whole (batch index -1).
+        "client": "pulsar-client (Python)",
+        "script": "\n".join([
+            "import pulsar",
+            "client = pulsar.Client(SERVICE_URL, authentication=pulsar.AuthenticationToken(TOKEN))",
+            f"consumer = client.subscribe({topic!r}, {sub!r}, consumer_type=pulsar.ConsumerType.Shared)",
+            "for position in CHUNK_POSITIONS:   # one chunk of this step, 'L:E' strings",
+            "    ledger_id, entry_id = map(int, position.split(':'))",
+            "    consumer.acknowledge(pulsar.MessageId(-1, ledger_id, entry_id, -1))",
+            "consumer.close()",
+            "client.close()"]),
+        "notes": [],
+    }
+    if not acks:
+        step["notes"].append("nothing to acknowledge individually: the reset alone gives the exact state")
+    if step["remaining"]:
+        step["notes"].append(f"to_acknowledge was truncated: {len(acks)} of {full_count} positions are listed, "
+                             f"{full_count - len(acks)} remain; apply this plan, then re-run the audit to plan "
+                             f"the rest")
+    return step
+
+
+def _warnings(current: tuple[int, int], exact: tuple[int, int], counts: Mapping[str, int],
+              complete: Any) -> list[str]:
+    out = []
+    if exact < current:
+        out.append(f"the reset moves the cursor BACKWARD from {_fmt(current)} to {_fmt(exact)}: it un-acks "
+                   f"everything after {_fmt(exact)}, so every message after it that step 2 does not acknowledge "
+                   f"is delivered (again) to the subscription's consumers")
+    if counts["skipped"]:
+        out.append(f"{counts['skipped']} message(s) the target had skipped will be delivered "
+                   f"({counts['lost']} of them never reached a consumer on the source)")
+    if complete is False:
+        out.append("the audit's window had unread entries: the exact answer may miss positions; re-run the "
+                   "audit once the dump is complete before applying")
+    return out
