@@ -63,8 +63,9 @@ def inspect_file(path: str | Path) -> dict:
 
 def _register_builtin() -> None:
     from audit.formats.bookkeeper.sniff import SNIFFERS as BOOKKEEPER
+    from audit.formats.pulsar.sniff import BY_NAME as PULSAR_BY_NAME, SNIFFERS as PULSAR
 
-    for kind, sniff, decode in BOOKKEEPER:
+    for kind, sniff, decode in PULSAR_BY_NAME + BOOKKEEPER + PULSAR:
         register(kind, sniff, decode)
 
 
