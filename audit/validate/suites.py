@@ -34,6 +34,9 @@ class SuiteSpec:
     name: str      # suite, data asset, validation definition and checkpoint all share this name
     table: str     # key of the `tables` handed to run_validations (findings/violations -> "violations")
     expectations: tuple[ExpectationSpec, ...] = field(default_factory=tuple)
+    # Tables whose presence makes the suite apply. An estate without that system does not hand them over,
+    # and the suite is left out of the outcome (not skipped: nothing is missing).
+    applies_when: tuple[str, ...] = ()
 
 
 REPLICA_COLUMNS = ("cluster", "ledger_id", "state", "audited", "least_replicas", "entries", "entries_lost",
@@ -80,7 +83,95 @@ VIOLATIONS = SuiteSpec("violations", "violations", (
                     "no warning (e.g. a ledger left open too long)"),
 ))
 
-SUITES: tuple[SuiteSpec, ...] = (BK_LEDGER_REPLICAS, VIOLATIONS)
+# -- Pulsar (docs/pulsar-contracts.md): run only when the pipeline hands over metrics/pulsar_failover -------
+PULSAR = ("pulsar_failover",)
+FAILOVER_COLUMNS = ("topic", "subscription", "source_cluster", "target_cluster", "source_mdp", "target_mdp",
+                    "expected_target_mdp", "exact_target_mdp", "window_from", "window_to", "compared",
+                    "only_on_source", "only_on_target", "redelivered", "skipped", "lost", "to_acknowledge",
+                    "to_acknowledge_count", "complete")
+FAILOVER_COUNTS = ("compared", "only_on_source", "only_on_target", "redelivered", "skipped", "lost",
+                   "to_acknowledge_count")
+FAILOVER_POSITIONS = ("source_mdp", "target_mdp", "expected_target_mdp", "exact_target_mdp", "window_from",
+                      "window_to")
+POSITION_REGEX = r"^\d+:(-1|\d+)$"   # broker position L:E (entry -1 = before entry 0 of L)
+TO_ACKNOWLEDGE_MAX = 10_000
+# Contract check id -> severity of every Pulsar finding.
+PULSAR_CHECKS = {
+    "pulsar.failover_loss": "critical", "pulsar.message_missing_on_target": "critical",
+    "pulsar.failover_skip": "major", "pulsar.target_cursor_ahead": "major",
+    "pulsar.replicated_subscription_one_way": "major", "pulsar.replicator_disconnected": "major",
+    "pulsar.failover_redelivery": "minor", "pulsar.acks_below_mark_delete": "minor",
+    "pulsar.snapshot_stale": "minor", "pulsar.replicator_backlog": "minor",
+    "pulsar.snapshot_timeout": "warning",
+}
+PAIR_CHECKS = ("pulsar.failover_loss", "pulsar.failover_skip", "pulsar.failover_redelivery",
+               "pulsar.target_cursor_ahead")   # findings about one subscription between two clusters
+COUNTED_CHECKS = ("pulsar.failover_loss", "pulsar.failover_skip", "pulsar.failover_redelivery")
+
+
+_ACKS = "from_json(to_acknowledge, 'array<string>')"
+
+
+def _sql_list(values) -> str:
+    return ", ".join(f"'{v}'" for v in values)
+
+
+PULSAR_FAILOVER = SuiteSpec("pulsar_failover", "pulsar_failover", (
+    ExpectationSpec("ExpectTableColumnsToMatchSet", {"column_set": list(FAILOVER_COLUMNS), "exact_match": False},
+                    "pulsar.metrics_schema", "major",
+                    "metrics/pulsar_failover has every column the other expectations read"),
+    *(ExpectationSpec("ExpectColumnValuesToNotBeNull", {"column": c}, "pulsar.metrics_schema", "major",
+                      f"every failover row has {c}")
+      for c in ("topic", "subscription", "source_cluster", "target_cluster", "source_mdp", "target_mdp",
+                "exact_target_mdp")),
+    *(ExpectationSpec("ExpectColumnValuesToBeBetween", {"column": c, "min_value": 0}, "pulsar.metrics_consistency",
+                      "major", f"{c} is never negative") for c in FAILOVER_COUNTS),
+    *(ExpectationSpec("ExpectColumnValuesToMatchRegex", {"column": c, "regex": POSITION_REGEX},
+                      "pulsar.metrics_consistency", "major", f"{c} is a broker position 'ledgerId:entryId'")
+      for c in FAILOVER_POSITIONS),
+    # lost is the part of skipped the source never dispatched; both count messages of the compared window.
+    ExpectationSpec("UnexpectedRowsExpectation", _rows("lost > skipped"), "pulsar.metrics_consistency", "major",
+                    "lost messages are a subset of the skipped ones"),
+    ExpectationSpec("UnexpectedRowsExpectation", _rows("redelivered + skipped > compared"),
+                    "pulsar.metrics_consistency", "major",
+                    "redelivered and skipped messages are among the compared ones (disjoint: acked on one side)"),
+    ExpectationSpec("UnexpectedRowsExpectation",
+                    _rows(f"(to_acknowledge IS NULL AND to_acknowledge_count > 0) OR "
+                          f"(to_acknowledge IS NOT NULL AND {_ACKS} IS NULL) OR "
+                          f"size({_ACKS}) > least(to_acknowledge_count, {TO_ACKNOWLEDGE_MAX})"),
+                    "pulsar.metrics_consistency", "major",
+                    "to_acknowledge is a JSON list of at most 10,000 positions, never more than to_acknowledge_count"),
+    ExpectationSpec("ExpectColumnValuesToBeBetween", {"column": "lost", "min_value": 0, "max_value": 0},
+                    "pulsar.failover_loss", "critical", "a failover loses no message"),
+    ExpectationSpec("ExpectColumnValuesToBeBetween", {"column": "skipped", "min_value": 0, "max_value": 0},
+                    "pulsar.failover_skip", "major", "a failover skips no message"),
+    ExpectationSpec("ExpectColumnValuesToBeBetween", {"column": "redelivered", "min_value": 0, "max_value": 0},
+                    "pulsar.failover_redelivery", "minor", "a failover redelivers no message"),
+), applies_when=PULSAR)
+
+_SEVERITY_OF = " ".join(f"WHEN '{c}' THEN '{s}'" for c, s in sorted(PULSAR_CHECKS.items()))
+PULSAR_VIOLATIONS = SuiteSpec("pulsar_violations", "violations", (
+    # `check` is quoted: CHECK is an SQL keyword.
+    ExpectationSpec("UnexpectedRowsExpectation",
+                    _rows(f"system = 'pulsar' AND (CASE `check` {_SEVERITY_OF} END IS NULL "
+                          f"OR severity <> CASE `check` {_SEVERITY_OF} END)"),
+                    "pulsar.findings_schema", "major",
+                    "every Pulsar finding uses a contract check id with the contract severity"),
+    ExpectationSpec("UnexpectedRowsExpectation",
+                    _rows("system = 'pulsar' AND (get_json_object(evidence, '$.topic') IS NULL OR "
+                          f"(`check` IN ({_sql_list(PAIR_CHECKS)}) AND "
+                          "(get_json_object(evidence, '$.subscription') IS NULL OR "
+                          "get_json_object(evidence, '$.target_cluster') IS NULL)))"),
+                    "pulsar.findings_schema", "major",
+                    "Pulsar evidence names the topic, and the subscription and target cluster of failover findings"),
+    ExpectationSpec("UnexpectedRowsExpectation",
+                    _rows(f"`check` IN ({_sql_list(COUNTED_CHECKS)}) AND coalesce(entry_count, 0) <= 0"),
+                    "pulsar.findings_schema", "major", "a failover finding counts at least one message"),
+    *(ExpectationSpec("UnexpectedRowsExpectation", _rows(f"`check` = '{c}'"), c, s, f"no {c} finding")
+      for c, s in PULSAR_CHECKS.items()),
+), applies_when=PULSAR)
+
+SUITES: tuple[SuiteSpec, ...] = (BK_LEDGER_REPLICAS, VIOLATIONS, PULSAR_FAILOVER, PULSAR_VIOLATIONS)
 
 
 def build_project(expectations_dir, spark) -> None:
@@ -105,7 +196,8 @@ def build_project(expectations_dir, spark) -> None:
         ds = ctx.data_sources.add_spark(name=DATASOURCE)
         for spec in SUITES:
             bd = ds.add_dataframe_asset(name=spec.name).add_batch_definition_whole_dataframe(BATCH_DEFINITION)
-            suite = ctx.suites.add(gx.ExpectationSuite(name=spec.name, meta={"table": spec.table}))
+            suite = ctx.suites.add(gx.ExpectationSuite(name=spec.name, meta={
+                "table": spec.table, **({"applies_when": list(spec.applies_when)} if spec.applies_when else {})}))
             for e in spec.expectations:
                 suite.add_expectation(getattr(gxe, e.gx_type)(**e.kwargs, meta=e.meta, description=e.description,
                                                               severity=GX_SEVERITY[e.severity]))
