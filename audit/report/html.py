@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any, Iterable, Mapping
 
-from audit.report.svg import bar_chart
+from audit.report.svg import bar_chart, grouped_bar_chart
 from audit.report.summary import SEVERITIES
 
 MAX_FINDINGS_PER_CLUSTER = 500   # beyond this the page points to findings/violations
@@ -45,6 +45,8 @@ def render_html(summary: Mapping[str, Any], violations: list[Mapping[str, Any]],
     parts.append(_findings_section(violations))
     parts.append(_gaps_section(summary.get("coverage_gaps") or []))
     parts.append(_replicas_section(replica_histogram, min_ack_quorum))
+    if summary.get("pulsar"):
+        parts.append(_pulsar_section(summary["pulsar"]))
     parts.append(_validation_section(summary.get("validation") or {}, data_docs_href))
     if summary.get("lab"):
         parts.append(_lab_section(summary["lab"]))
@@ -98,6 +100,35 @@ def _replicas_section(histogram: Mapping[int, int], min_ack_quorum: int | None) 
     return f"<h2>Replica counts</h2><figure id=\"replica-histogram\">{chart}</figure>"
 
 
+def _pulsar_section(pulsar: Mapping[str, Any]) -> str:
+    """Failover per cluster pair (totals, top subscriptions, a redelivered/skipped chart) and snapshot health."""
+    pairs = pulsar.get("pairs") or {}
+    out = ["<h2>Pulsar failover</h2>"]
+    keys = ("subscriptions", "compared", "redelivered", "skipped", "lost", "incomplete")
+    out.append(_table(["source -> target", *keys], [[name, *(p.get(k) for k in keys)] for name, p in pairs.items()])
+               if pairs else "<p>No replicated subscription pair was audited.</p>")
+    for n, (name, p) in enumerate(pairs.items()):
+        top = p.get("top") or []
+        if not top:
+            continue
+        out.append(f"<h3>{_e(name)}: subscriptions by redelivered + skipped</h3>")
+        out.append(_table(["topic", "subscription", "redelivered", "skipped", "lost"],
+                          [[t["topic"], t["subscription"], t["redelivered"], t["skipped"], t["lost"]] for t in top]))
+        labels = [f'{str(t["topic"]).rsplit("/", 1)[-1]} {t["subscription"]}' for t in top]
+        chart = grouped_bar_chart(labels, {"redelivered": [t["redelivered"] for t in top],
+                                           "skipped": [t["skipped"] for t in top]},
+                                  f"Redelivered and skipped messages, {name}", "messages")
+        out.append(f'<figure class="pulsar-failover" id="pulsar-failover-{n}">{chart}</figure>')
+    snaps = pulsar.get("snapshots") or {}
+    if snaps:
+        keys = ("health", "requests", "snapshots", "updates", "timed_out", "newest_snapshot_age_s",
+                "replicated_subscriptions")
+        out.append("<h3>Replicated-subscription snapshots</h3>")
+        out.append(_table(["cluster", "topic", *keys], [[c, topic, *(v.get(k) for k in keys)]
+                                                        for c, topics in snaps.items() for topic, v in topics.items()]))
+    return "\n".join(out)
+
+
 def _validation_section(gx: Mapping[str, Any], docs_href: str) -> str:
     out = ["<h2>Great Expectations</h2>"]
     suites = gx.get("suites") or []
@@ -128,4 +159,15 @@ def _lab_section(lab: Mapping[str, Any]) -> str:
         if items:
             cols = sorted({k for i in items for k in i})
             out.append(f"<h3>{name}</h3>" + _table(cols, [[i.get(c) for c in cols] for i in items]))
+    fo = lab.get("failover")
+    if fo:
+        kinds = ("expected", "matched", "mismatched", "missing", "unexpected")
+        out.append("<h3>Pulsar failover counts</h3>" + _table(kinds, [[fo.get(k, 0) for k in kinds]]))
+        counts = ("redelivered", "skipped", "lost")
+        rows = [[i["topic"], i["subscription"], f'{i["source_cluster"]}->{i["target_cluster"]}', kind,
+                 *(f'{(i.get("got") or {}).get(c)} (expected {i["expected"][c]})' if kind == "mismatched"
+                   else (i.get("expected") or {}).get(c, i.get(c)) for c in counts)]
+                for kind in ("mismatched", "missing", "unexpected") for i in fo.get(f"{kind}_items") or []]
+        if rows:
+            out.append(_table(["topic", "subscription", "pair", "outcome", *counts], rows))
     return "\n".join(out)

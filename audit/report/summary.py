@@ -2,8 +2,10 @@
 
 Exit status: "violations" when any finding exists, else "incomplete" when something could not be
 audited (a coverage gap, or a GX suite that was skipped or broke), else "clean".
-Lab scorecard: each ground-truth finding is matched to the run's violations on
-(check, cluster, ledger_id[, bookie]); a match whose entry_count differs is "wrong_count"."""
+Lab scorecard: each ground-truth finding is matched to the run's violations on (check, cluster, ledger_id[, bookie])
+for BookKeeper and on (check, cluster, topic, subscription, target_cluster) -- from the evidence JSON -- for Pulsar;
+a match whose entry_count differs is "wrong_count". Pulsar ground truth also lists the exact failover counts of
+every subscription pair, compared with metrics/pulsar_failover (report/pulsar.py)."""
 from __future__ import annotations
 
 import json
@@ -11,6 +13,7 @@ import re
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
+from audit.report.pulsar import failover_scorecard, pulsar_metrics
 from audit.validate.outcome import ValidationOutcome
 
 SEVERITIES = ("critical", "major", "minor", "warning")
@@ -29,7 +32,10 @@ class SummaryInputError(ValueError):
 
 def build_summary(run_meta: Mapping[str, Any], violations: list[dict], metrics: Mapping[str, Any],
                   coverage_gaps: list[dict], validation: ValidationOutcome | Mapping[str, Any] | None,
-                  ground_truth: Any = None) -> dict[str, Any]:
+                  ground_truth: Any = None, *, pulsar_failover: list[dict] | None = None,
+                  pulsar_snapshots: list[dict] | None = None) -> dict[str, Any]:
+    """`pulsar_failover` / `pulsar_snapshots`: rows of metrics/pulsar_failover and metrics/pulsar_snapshots, None
+    when the run has no such metrics (no "pulsar" section then)."""
     for i, v in enumerate(violations):
         for key in ("system", "cluster", "check", "severity"):
             if not isinstance(v.get(key), str):
@@ -52,9 +58,11 @@ def build_summary(run_meta: Mapping[str, Any], violations: list[dict], metrics: 
         "metrics": dict(metrics),
         "validation": {**gx, "failed_expectations": _failed_expectations(gx)},
     }
+    if pulsar_failover is not None or pulsar_snapshots is not None:
+        summary["pulsar"] = pulsar_metrics(pulsar_failover, pulsar_snapshots)
     truths = _truth_list(ground_truth)
     if truths:
-        summary["lab"] = scorecard(truths, violations)
+        summary["lab"] = scorecard(truths, violations, pulsar_failover)
     return summary
 
 
@@ -122,9 +130,27 @@ def violation_key(v: Mapping[str, Any], with_bookie: bool) -> tuple:
     return key + (ev.get("bookie"),) if with_bookie else key
 
 
+PULSAR_KEY = ("check", "cluster", "topic", "subscription", "target_cluster")
+
+
+def pulsar_key(v: Mapping[str, Any]) -> tuple:
+    """("pulsar", check, cluster, topic, subscription, target_cluster) of a Pulsar violation (from its evidence)
+    or ground-truth finding (its own fields); absent parts are None."""
+    ev = v if "evidence" not in v else {**_evidence(v), "check": v.get("check"), "cluster": v.get("cluster")}
+    return ("pulsar",) + tuple(ev.get(k) for k in PULSAR_KEY)
+
+
+def _truth_key(f: Mapping[str, Any], system: str) -> tuple:
+    if system == "pulsar":
+        return pulsar_key(f)
+    return (f["check"], f["cluster"], int(f["ledger_id"])) + ((f["bookie"],) if f.get("bookie") else ())
+
+
 def _claims(v: Mapping[str, Any]) -> list[tuple[tuple, Any]]:
     """(key, entry_count) pairs one violation can answer. A ledger-level finding whose evidence lists
     per-bookie parts (`outside`: [{bookie, entry_count}]) also answers each bookie on its own."""
+    if v.get("system") == "pulsar":
+        return [(pulsar_key(v), v.get("entry_count"))]
     claims = [(violation_key(v, False), v.get("entry_count")), (violation_key(v, True), v.get("entry_count"))]
     base = violation_key(v, False)
     for part in _evidence(v).get("outside") or []:
@@ -133,9 +159,10 @@ def _claims(v: Mapping[str, Any]) -> list[tuple[tuple, Any]]:
     return claims
 
 
-def scorecard(truths: list[Mapping[str, Any]], violations: list[Mapping[str, Any]]) -> dict[str, Any]:
+def scorecard(truths: list[Mapping[str, Any]], violations: list[Mapping[str, Any]],
+              pulsar_failover: list[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     lab_clusters = {t.get("cluster") for t in truths}
-    expected = [f for t in truths for f in t.get("findings", [])]
+    expected = [(f, _system(t)) for t in truths for f in t.get("findings", [])]
     scored = [v for v in violations if v.get("cluster") in lab_clusters]
     # Each claim answers one truth item; a violation is a false alarm when none of its claims is used.
     pool: dict[tuple, list[tuple[int, int, Any]]] = {}
@@ -146,16 +173,16 @@ def scorecard(truths: list[Mapping[str, Any]], violations: list[Mapping[str, Any
     used_violations: set[int] = set()
     detected, wrong, missed = [], [], []
     per_check: dict[str, Counter] = {}
-    for f in expected:
-        key = (f["check"], f["cluster"], int(f["ledger_id"])) + ((f["bookie"],) if f.get("bookie") else ())
+    for f, system in expected:
+        key = _truth_key(f, system)
         # a violation answers a ledger-level truth once, but may answer several bookie-level ones
         match = next((c for c in pool.get(key, []) if (c[0], c[1]) not in used_claims
                       and (f.get("bookie") or c[0] not in used_violations)), None)
         pc = per_check.setdefault(f["check"], Counter())
         pc["injected"] += 1
-        item = {"check": f["check"], "cluster": f["cluster"], "ledger_id": f["ledger_id"],
-                **({"bookie": f["bookie"]} if f.get("bookie") else {}),
-                "expected_entry_count": f.get("entry_count")}
+        where = ({k: f.get(k) for k in PULSAR_KEY[2:] if f.get(k) is not None} if system == "pulsar" else
+                 {"ledger_id": f["ledger_id"], **({"bookie": f["bookie"]} if f.get("bookie") else {})})
+        item = {"check": f["check"], "cluster": f["cluster"], **where, "expected_entry_count": f.get("entry_count")}
         if match is None:
             missed.append(item)
             pc["missed"] += 1
@@ -176,7 +203,8 @@ def scorecard(truths: list[Mapping[str, Any]], violations: list[Mapping[str, Any
                                  "entry_count": v.get("entry_count")})
             per_check.setdefault(v["check"], Counter())["false_alarms"] += 1
     kinds = ("injected", "detected", "wrong_count", "missed", "false_alarms")
-    return {
+    failover = failover_scorecard(truths, pulsar_failover, DETAIL_LIMIT)
+    card = {
         "clusters": sorted(c for c in lab_clusters if c),
         "faults": sum(len(t.get("faults", [])) for t in truths),
         "injected": len(expected), "detected": len(detected), "wrong_count": len(wrong),
@@ -186,6 +214,14 @@ def scorecard(truths: list[Mapping[str, Any]], violations: list[Mapping[str, Any
         "wrong_count_items": wrong[:DETAIL_LIMIT], "missed_items": missed[:DETAIL_LIMIT],
         "false_alarm_items": false_alarms[:DETAIL_LIMIT],
     }
+    if failover is not None:
+        card["failover"] = failover
+        card["perfect"] = card["perfect"] and failover["perfect"]
+    return card
+
+
+def _system(truth: Mapping[str, Any]) -> str:
+    return "pulsar" if truth.get("system") == "pulsar" else "bookkeeper"
 
 
 def _truth_list(ground_truth: Any) -> list[Mapping[str, Any]]:
@@ -203,10 +239,18 @@ def _truth_list(ground_truth: Any) -> list[Mapping[str, Any]]:
     for i, t in enumerate(items):
         if not isinstance(t, Mapping) or not isinstance(t.get("findings"), list):
             raise SummaryInputError(f"ground_truth[{i}]", "findings", "a list")
+        required = ("check", "cluster", "topic") if _system(t) == "pulsar" else ("check", "cluster", "ledger_id")
         for j, f in enumerate(t["findings"]):
-            for k in ("check", "cluster", "ledger_id"):
+            for k in required:
                 if f.get(k) is None:
                     raise SummaryInputError(f"ground_truth[{i}].findings[{j}]", k, "a value")
+        failover = t.get("failover", [])
+        if not isinstance(failover, list):
+            raise SummaryInputError(f"ground_truth[{i}]", "failover", "a list")
+        for j, f in enumerate(failover):
+            for k in ("topic", "subscription", "source_cluster", "target_cluster", "redelivered", "skipped", "lost"):
+                if not isinstance(f, Mapping) or f.get(k) is None:
+                    raise SummaryInputError(f"ground_truth[{i}].failover[{j}]", k, "a value")
     return items
 
 

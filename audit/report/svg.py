@@ -60,3 +60,54 @@ def bar_chart(counts: Mapping[int, int], title: str, x_label: str, y_label: str,
                  f'text-anchor="middle">{escape(y_label)}</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+SERIES_COLOURS = ("#2e86c1", "#c0392b", "#7d3c98", "#d68910")
+LABEL_CHARS = 18      # x labels are cut to this many characters; the full label is in each bar's <title>
+
+
+def grouped_bar_chart(labels: list[str], series: Mapping[str, list[int]], title: str, y_label: str) -> str:
+    """One group of bars per label, one bar per series (in the given order), with a legend. Same frame and
+    axis style as bar_chart; bars carry data-label / data-series / data-count for readers and tests."""
+    t = escape(title)
+    if not labels:
+        return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{t}" width="{WIDTH}" height="60">'
+                f'<text x="8" y="30">{t}: no data</text></svg>')
+    names = list(series)
+    top = _nice_max(max(int(v) for values in series.values() for v in values))
+    height = HEIGHT + 40          # room for slanted labels
+    plot_w, plot_h = WIDTH - MARGIN_L - MARGIN_R, HEIGHT - MARGIN_T - MARGIN_B
+    slot = plot_w / len(labels)
+    bar_w = max(slot * 0.8 / len(names), 1.0)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{t}" width="{WIDTH}" '
+             f'height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="11">',
+             f'<title>{t}</title>']
+    for i in range(5):
+        v = top * i // 4
+        y = MARGIN_T + plot_h - plot_h * i / 4
+        parts.append(f'<line x1="{MARGIN_L}" y1="{y:.1f}" x2="{WIDTH - MARGIN_R}" y2="{y:.1f}" stroke="#ddd"/>')
+        parts.append(f'<text x="{MARGIN_L - 6}" y="{y + 4:.1f}" text-anchor="end">{v}</text>')
+    for i, label in enumerate(labels):
+        x0 = MARGIN_L + slot * i + slot * 0.1
+        for j, name in enumerate(names):
+            n = int(series[name][i])
+            h = plot_h * n / top
+            x, y = x0 + bar_w * j, MARGIN_T + plot_h - h
+            parts.append(f'<rect class="bar" data-label="{escape(label)}" data-series="{escape(name)}" '
+                         f'data-count="{n}" x="{x:.1f}" y="{y:.1f}" width="{bar_w:.1f}" height="{h:.1f}" '
+                         f'fill="{SERIES_COLOURS[j % len(SERIES_COLOURS)]}"><title>{escape(label)}: {escape(name)} '
+                         f'{n}</title></rect>')
+        short = label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "\u2026"
+        cx, cy = MARGIN_L + slot * (i + 0.5), MARGIN_T + plot_h + 12
+        parts.append(f'<text transform="translate({cx:.1f} {cy:.1f}) rotate(-30)" text-anchor="end">'
+                     f'{escape(short)}</text>')
+    parts.append(f'<line x1="{MARGIN_L}" y1="{MARGIN_T + plot_h}" x2="{WIDTH - MARGIN_R}" '
+                 f'y2="{MARGIN_T + plot_h}" stroke="#333"/>')
+    for j, name in enumerate(names):   # legend, top right
+        x = WIDTH - MARGIN_R - 110 * (len(names) - j)
+        parts.append(f'<rect x="{x}" y="6" width="10" height="10" fill="{SERIES_COLOURS[j % len(SERIES_COLOURS)]}"/>'
+                     f'<text x="{x + 14}" y="15">{escape(name)}</text>')
+    parts.append(f'<text transform="translate(14 {MARGIN_T + plot_h / 2:.1f}) rotate(-90)" '
+                 f'text-anchor="middle">{escape(y_label)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
