@@ -109,6 +109,10 @@ class DirSink:
     def path_for(self, key: str) -> Path:
         return self.root.joinpath(*check_relative_key(key).split("/"))
 
+    def exists(self, relative_key: str) -> bool:
+        """True when `relative_key` is stored: collectors resume by skipping what an earlier attempt wrote."""
+        return os.path.isfile(os.path.join(self._root, check_relative_key(relative_key)))
+
     def put(self, relative_key: str, data: bytes) -> None:
         # Plain strings and os calls, not pathlib: this runs once per znode / ledger answer.
         if not isinstance(data, (bytes, bytearray, memoryview)):

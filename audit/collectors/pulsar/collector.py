@@ -1,0 +1,187 @@
+"""PulsarCollector: a cluster's topics through the admin REST API, read-only (docs/pulsar-collector.md).
+
+Per topic (a partition is a topic), under `topics/<tenant>/<namespace>/<topic>/`:
+  stats-internal.json  GET .../internalStats
+  stats.json           GET .../stats
+  subscriptions/<percent-encoded sub>/replicated-status.json   GET .../subscription/{sub}/replicatedSubscriptionStatus
+                       (replicated subscriptions only)
+  dump/<L>/<first>-<last>.jsonl, dump.json   the per-entry dump of the window (dump.py)
+and `collection.json` (the CollectionReport). Bodies are stored byte for byte.
+
+Remote failures become CoverageGaps and the collection goes on; only a broken configuration raises (a missing
+token secret raises SecretError). Resuming: keys an earlier attempt stored are not asked for again; a stored
+stats-internal.json is decoded again so the window, and with it every chunk key, is the same.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable
+
+from audit.collectors.base import CollectionReport, Collector, CoverageGap, RawSink
+from audit.collectors.pulsar.admin_client import AdminClient, RetryPolicy, quote
+from audit.collectors.pulsar.discovery import TopicName, discover_topics
+from audit.collectors.pulsar.dump import DUMP_KEY, DumpSettings, TopicDump, stored
+from audit.collectors.pulsar.reader import PulsarClientReaderSource, ReaderSource
+from audit.collectors.pulsar.window import plan_window, replicated_subscriptions
+from audit.config.model import PulsarCluster
+from audit.config.secrets import SecretResolver
+from audit.formats.errors import PayloadError
+from audit.formats.pulsar.stats import TopicStats, decode_topic_stats
+from audit.formats.pulsar.stats_internal import StatsInternal, decode_stats_internal
+
+log = logging.getLogger(__name__)
+
+COLLECTION_KEY = "collection.json"
+DUMP_MODES = ("admin", "reader")
+
+
+class PulsarConfigError(ValueError):
+    """The cluster entry cannot be collected: `cluster` names it, `field` the key, `expected` what it should be."""
+
+    def __init__(self, cluster: str, field: str, expected: str, got: Any = None):
+        self.cluster, self.field, self.expected, self.got = cluster, field, expected, got
+        super().__init__(f"pulsar cluster {cluster!r}: field {field}: expected {expected}, got {got!r}")
+
+
+def _positive_int(cluster: str, field: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise PulsarConfigError(cluster, field, "a positive integer", value)
+    return value
+
+
+def dump_settings(cluster: PulsarCluster, progress_every: int = 10) -> DumpSettings:
+    d = cluster.dump
+    return DumpSettings(concurrency=_positive_int(cluster.name, "dump.concurrency", d.concurrency),
+                        chunk_entries=_positive_int(cluster.name, "dump.chunk_entries", d.chunk_entries),
+                        max_entries_per_topic=_positive_int(cluster.name, "dump.max_entries_per_topic",
+                                                            d.max_entries_per_topic),
+                        progress_every=progress_every)
+
+
+def check_cluster(cluster: Any) -> None:
+    if not isinstance(cluster, PulsarCluster):
+        raise PulsarConfigError("?", "<cluster>", "an audit.config.model.PulsarCluster", type(cluster).__name__)
+    if cluster.source != "admin":
+        raise PulsarConfigError(cluster.name, "source", "'admin' (lab clusters are simulated, not collected)",
+                                cluster.source)
+    if not isinstance(cluster.admin_url, str) or not cluster.admin_url.startswith(("http://", "https://")):
+        raise PulsarConfigError(cluster.name, "admin_url", "an http(s):// admin REST URL", cluster.admin_url)
+    mode = getattr(cluster.dump, "mode", "admin")
+    if mode not in DUMP_MODES:
+        raise PulsarConfigError(cluster.name, "dump.mode", f"one of {', '.join(DUMP_MODES)}", mode)
+
+
+class PulsarCollector(Collector):
+    system = "pulsar"
+
+    def __init__(self, *, sleep: Callable[[float], None] = time.sleep, retry_attempts: int = 5,
+                 retry_base_delay_s: float = 0.5, reader: ReaderSource | None = None, progress_every: int = 10):
+        """`sleep` and the retry knobs shape the backoff for moving topics (tests pass a no-op sleep).
+        `reader` replaces the admin endpoint for data messages (reader.py); without it, `dump.mode: reader`
+        builds a pulsar-client Reader from the cluster's `service_url`."""
+        self._retry = RetryPolicy(attempts=retry_attempts, base_delay_s=retry_base_delay_s, sleep=sleep)
+        self._reader = reader
+        self._progress_every = progress_every
+
+    def collect(self, cluster: PulsarCluster, sink: RawSink, secrets: SecretResolver) -> CollectionReport:
+        check_cluster(cluster)
+        settings = dump_settings(cluster, self._progress_every)
+        token = secrets.resolve(cluster.token) if cluster.token is not None else None
+        reader = self._reader_for(cluster, token)
+        report = CollectionReport(self.system, cluster.name)
+        client = AdminClient(cluster.admin_url, token, connect_timeout_s=cluster.timeouts.connect_s,
+                             request_timeout_s=cluster.timeouts.request_s, verify=cluster.tls_verify,
+                             pool_size=settings.concurrency, retry=self._retry, redact=secrets.redact)
+        try:
+            topics = discover_topics(client, cluster.namespaces, cluster.topics, report)
+            for topic in topics:
+                if client.unauthorized is not None:
+                    break
+                _TopicCollection(client, topic, sink, settings, reader, report).run()
+            if client.unauthorized is not None:
+                # 401 = the token itself is refused: every further request would fail the same way.
+                report.gap(cluster.admin_url, "admin API (collection stopped)", client.unauthorized.error or "HTTP 401")
+        finally:
+            client.close()
+        report.count("http_requests", client.requests_sent)
+        report.count("http_retries", client.retries)
+        report.gaps = [CoverageGap(secrets.redact(g.source), g.what, secrets.redact(g.error)) for g in report.gaps]
+        for gap in report.gaps:
+            log.warning("pulsar %s: not covered: %s (%s): %s", cluster.name, gap.source, gap.what, gap.error)
+        if stored(sink, COLLECTION_KEY) is None:
+            sink.put(COLLECTION_KEY, report.to_json().encode())
+        else:  # a resumed attempt over a finished one: evidence is never replaced
+            log.warning("pulsar %s: %s already stored by an earlier attempt; kept", cluster.name, COLLECTION_KEY)
+        return report
+
+    def _reader_for(self, cluster: PulsarCluster, token: str | None) -> ReaderSource | None:
+        if self._reader is not None or getattr(cluster.dump, "mode", "admin") != "reader":
+            return self._reader
+        service_url = getattr(cluster, "service_url", None)
+        if not isinstance(service_url, str) or not service_url.startswith(("pulsar://", "pulsar+ssl://")):
+            raise PulsarConfigError(cluster.name, "service_url", "a pulsar:// broker URL (dump.mode: reader)",
+                                    service_url)
+        return PulsarClientReaderSource(service_url, token, operation_timeout_s=int(cluster.timeouts.request_s),
+                                        read_timeout_ms=int(cluster.timeouts.request_s * 1000))
+
+
+class _TopicCollection:
+    """stats-internal, stats, replicated-subscription status and the dump of one topic."""
+
+    def __init__(self, client: AdminClient, topic: TopicName, sink: RawSink, settings: DumpSettings,
+                 reader: ReaderSource | None, report: CollectionReport):
+        self.client, self.topic, self.sink, self.settings = client, topic, sink, settings
+        self.reader, self.report = reader, report
+        self.prefix = topic.folder + "/"
+
+    def _fetch(self, suffix: str, key: str, what: str) -> tuple[bytes | None, str]:
+        """The body stored under `key` (asked for only when no earlier attempt stored it), and its source."""
+        url = self.client.url(self.topic.path(suffix))
+        body = stored(self.sink, self.prefix + key)
+        if body is not None:
+            self.report.count("keys_resumed")
+            return body, url
+        resp = self.client.get(self.topic.path(suffix))
+        if resp.error is not None:
+            self.report.gap(resp.url, what, resp.error)
+            return None, url
+        self.sink.put(self.prefix + key, resp.body)  # stored even when it will not decode: it is the evidence
+        self.report.count("keys_stored")
+        return resp.body, url
+
+    def _decode(self, body: bytes | None, source: str, what: str, decode):
+        if body is None:
+            return None
+        try:
+            return decode(body, source)
+        except PayloadError as e:
+            why = str(e).removeprefix(f"{e.source}: ")  # the gap's source already names the URL
+            self.report.gap(source, what, f"stored as received, not decodable: {why}")
+            return None
+
+    def run(self) -> None:
+        body, url = self._fetch("/internalStats", "stats-internal.json", "topic internal stats")
+        si: StatsInternal | None = self._decode(body, url, "topic internal stats", decode_stats_internal)
+        body, url = self._fetch("/stats", "stats.json", "topic stats")
+        stats: TopicStats | None = self._decode(body, url, "topic stats", decode_topic_stats)
+        subscriptions = replicated_subscriptions(si, stats)
+        for sub in subscriptions:
+            self._fetch(f"/subscription/{quote(sub)}/replicatedSubscriptionStatus",
+                        f"subscriptions/{quote(sub)}/replicated-status.json", "replicated subscription status")
+        if si is None:
+            self.report.count("topics_without_dump")  # the gap above says why
+            return
+        self.report.count("topics_collected")
+        if stored(self.sink, self.prefix + DUMP_KEY) is not None:
+            self.report.count("dumps_resumed_complete")
+            return
+        window = plan_window(si, subscriptions)
+        outcome = TopicDump(self.client, self.topic, self.sink, self.prefix, self.settings, self.reader).run(
+            window, self.report)
+        counts = {"entries_read": outcome.read, "entries_failed": outcome.failed,
+                  "entries_not_fetched": outcome.not_fetched, "entries_from_reader": outcome.from_reader,
+                  "chunks_written": outcome.chunks_written, "chunks_resumed": outcome.chunks_resumed,
+                  "topics_dumped": 1}
+        for name, n in counts.items():
+            self.report.count(name, n)
