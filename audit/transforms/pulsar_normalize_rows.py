@@ -79,6 +79,8 @@ def decode_file(source_key: str, data: bytes) -> list[Row]:
         return list(_DECODERS[kind](cluster, topic, below, source_key, data))
     except PayloadError as e:
         return [quarantine(cluster, source_key, kind, str(e))]
+    except (ValueError, TypeError, KeyError) as e:  # a shape no decoder anticipated: still never fatal
+        return [quarantine(cluster, source_key, kind, f"{source_key}: {type(e).__name__}: {e}")]
 
 
 def _stats_internal(cluster: str, topic: str, below: list[str], key: str, data: bytes) -> Iterator[Row]:
@@ -181,7 +183,8 @@ def chunk_rows(cluster: str, topic: str, below: list[str], key: str, data: bytes
             if item.ledger_id != ledger_id or not first <= item.entry_id <= last:
                 raise PayloadError(src, "ledger_id/entry_id", f"a position in {ledger_id}:{first}..{ledger_id}:{last}"
                                    " (the chunk's key)", f"{item.ledger_id}:{item.entry_id}")
-        except PayloadError as e:
+        except (PayloadError, ValueError, TypeError, KeyError) as e:
+            e = e if isinstance(e, PayloadError) else f"{src}: {type(e).__name__}: {e}"
             yield quarantine(cluster, key, DUMP_CHUNK, str(e))
             asked = _asked_position(line)
             if asked and asked[0] == ledger_id and first <= asked[1] <= last and asked[1] not in seen:

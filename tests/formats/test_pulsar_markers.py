@@ -68,3 +68,13 @@ def test_enum_values_match_formats_md():
         "UNKNOWN_MARKER": 0, "REPLICATED_SUBSCRIPTION_SNAPSHOT_REQUEST": 10,
         "REPLICATED_SUBSCRIPTION_SNAPSHOT_RESPONSE": 11, "REPLICATED_SUBSCRIPTION_SNAPSHOT": 12,
         "REPLICATED_SUBSCRIPTION_UPDATE": 13, "TXN_COMMITTING": 20, "TXN_COMMIT": 21, "TXN_ABORT": 22}
+
+
+def test_invalid_utf8_text_is_rejected():
+    with pytest.raises(PayloadError) as e:
+        m.decode_marker(10, b"\x0a\x02\xff\xfe", SRC)
+    assert (e.value.field, e.value.expected) == ("ReplicatedSubscriptionsSnapshotRequest.snapshot_id", "UTF-8 text")
+    bad_cluster = m.encode_update("s", {"west": (1, 2)}).replace(b"west", b"w\xffst")
+    with pytest.raises(PayloadError) as e:
+        m.decode_marker(13, bad_cluster, SRC)
+    assert e.value.field == "ReplicatedSubscriptionsUpdate.clusters.cluster"

@@ -185,3 +185,30 @@ def test_no_pulsar_raw_data_still_writes_every_table_and_replaces_old_pulsar_row
 def test_main_parses_arguments(tmp_path):
     with pytest.raises(SystemExit):
         pulsar_normalize.main(["--input", str(tmp_path / "missing"), "--output", str(tmp_path / "t")])
+
+
+# -- row decoding without Spark -------------------------------------------------------------------
+def _decode(key: str, data: bytes) -> list:
+    from audit.transforms.pulsar_normalize_rows import decode_file
+
+    return decode_file(key, data)
+
+
+def test_chunk_key_repeated_line_and_window_mismatch():
+    bad_key = _decode(E + "orders/dump/5/4-2.jsonl", encode_entry_line(5, 4))
+    assert [(t, r["reason"]) for t, r in bad_key] == [("quarantine", E + "orders/dump/5/4-2.jsonl: field key: expected "
+                                                       "dump/<ledgerId>/<firstEntryId>-<lastEntryId>.jsonl, got "
+                                                       "'dump/5/4-2.jsonl'")]
+    twice = _decode(E + "orders/dump/5/0-0.jsonl", encode_entry_line(5, 0) + encode_entry_line(5, 0))
+    assert [t for t, _ in twice] == ["pulsar_entries", "quarantine"] and "repeated" in twice[1][1]["reason"]
+    stray = _decode(E + "orders/dump/5/0-0.jsonl", encode_entry_line(6, 0))
+    assert [t for t, _ in stray] == ["quarantine", "quarantine", "pulsar_entry_gaps"]
+    assert "field ledger_id/entry_id: expected a position in 5:0..5:0" in stray[0][1]["reason"]
+    window = _decode(E + "orders/dump.json", json.dumps({"topic": "persistent://t/ns/other", "complete": True}).encode())
+    assert window[0][0] == "quarantine" and "field topic" in window[0][1]["reason"]
+
+
+def test_keys_of_other_systems_and_the_collection_report_give_no_rows():
+    assert _decode("raw/bookkeeper/bk-a/bookies/available.json", b"{}") == []
+    assert _decode("raw/_lab/east/ground_truth.json", b"{}") == []
+    assert _decode("raw/pulsar/east/collection.json", b"not even json") == []

@@ -50,9 +50,16 @@ def encode_update(subscription: str, clusters: Clusters) -> bytes:
                                             clusters=_cluster_ids(clusters)).SerializeToString()
 
 
-def _clusters(items) -> list[dict]:
-    return [{"cluster": c.cluster, "ledger_id": c.message_id.ledger_id, "entry_id": c.message_id.entry_id}
-            for c in items]
+def _text(value: object, source: str, field: str) -> str:
+    # proto2 strings are not UTF-8 checked on parse: the runtime hands back bytes instead
+    if not isinstance(value, str):
+        raise PayloadError(source, field, "UTF-8 text", value)
+    return value
+
+
+def _clusters(items, source: str, where: str) -> list[dict]:
+    return [{"cluster": _text(c.cluster, source, f"{where}.cluster"), "ledger_id": c.message_id.ledger_id,
+             "entry_id": c.message_id.entry_id} for c in items]
 
 
 def _parse(marker_type: int, payload: bytes, source: str):
@@ -76,16 +83,18 @@ def decode_marker(marker_type: int, payload: bytes, source: str) -> dict:
     if marker_type not in _MESSAGES:
         return out  # transaction markers: the type is the whole story
     msg = _parse(marker_type, payload, source)
-    if marker_type == SNAPSHOT_REQUEST:
-        out.update(snapshot_id=msg.snapshot_id,
-                   source_cluster=msg.source_cluster if msg.HasField("source_cluster") else None)
+    name = type(msg).__name__
+    if marker_type == UPDATE:
+        return {**out, "subscription": _text(msg.subscription_name, source, f"{name}.subscription_name"),
+                "clusters": _clusters(msg.clusters, source, f"{name}.clusters")}
+    out["snapshot_id"] = _text(msg.snapshot_id, source, f"{name}.snapshot_id")
+    if marker_type == SNAPSHOT_REQUEST and msg.HasField("source_cluster"):
+        out["source_cluster"] = _text(msg.source_cluster, source, f"{name}.source_cluster")
     elif marker_type == SNAPSHOT_RESPONSE:
-        out.update(snapshot_id=msg.snapshot_id, clusters=_clusters([msg.cluster]) if msg.HasField("cluster") else [])
+        out["clusters"] = _clusters([msg.cluster] if msg.HasField("cluster") else [], source, f"{name}.cluster")
     elif marker_type == SNAPSHOT:
         local = msg.local_message_id if msg.HasField("local_message_id") else None
-        out.update(snapshot_id=msg.snapshot_id, clusters=_clusters(msg.clusters),
+        out.update(clusters=_clusters(msg.clusters, source, f"{name}.clusters"),
                    local_ledger=None if local is None else local.ledger_id,
                    local_entry=None if local is None else local.entry_id)
-    else:
-        out.update(subscription=msg.subscription_name, clusters=_clusters(msg.clusters))
     return out
