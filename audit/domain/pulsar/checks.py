@@ -1,0 +1,177 @@
+"""Pure rules: facts about one topic -> rows of the shared findings schema (docs/pulsar-contracts.md).
+
+Subjects: `"<topic> sub=<subscription> <source>-><target>"` for findings about one subscription between two
+clusters, `"<topic>"` for everything else (the evidence names the cursor or the remote cluster).
+Failover findings are raised for replicated subscriptions only: a subscription that is not replicated is
+not promised to follow the source, so its differences are metrics, not violations."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from audit.domain.pulsar.pip33 import SnapshotHealth
+from audit.domain.pulsar.positions import Position
+
+SYSTEM = "pulsar"
+CHECKS = {
+    "pulsar.failover_loss": "critical", "pulsar.message_missing_on_target": "critical",
+    "pulsar.failover_skip": "major", "pulsar.target_cursor_ahead": "major",
+    "pulsar.replicated_subscription_one_way": "major", "pulsar.replicator_disconnected": "major",
+    "pulsar.failover_redelivery": "minor", "pulsar.acks_below_mark_delete": "minor",
+    "pulsar.snapshot_stale": "minor", "pulsar.replicator_backlog": "minor",
+    "pulsar.snapshot_timeout": "warning",
+}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    replicator_backlog_max: int | None = None     # None: not checked
+    snapshot_max_age_s: int | None = None
+
+
+@dataclass(frozen=True)
+class PairFacts:
+    """One (topic, subscription, source, target) failover result."""
+
+    topic: str
+    subscription: str
+    source: str
+    target: str
+    replicated: bool
+    redelivered: int = 0
+    skipped: int = 0
+    lost: int = 0
+    ahead: int = 0                 # target messages acked beyond anything PIP-33 justifies
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReplicatorFacts:
+    """The replicator of `topic` from `cluster` to `remote`."""
+
+    topic: str
+    cluster: str
+    remote: str
+    connected: bool | None = None
+    backlog: int | None = None
+    replicated_subscriptions: tuple[str, ...] = ()   # on `cluster`
+    remote_replicates_back: bool | None = None       # None: the remote's side was not collected
+    missing_on_target: int = 0
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CursorFacts:
+    topic: str
+    cluster: str
+    cursor: str
+    ranges_below: tuple[tuple[Position, Position], ...] = ()
+    mark_delete: Position | None = None
+
+
+@dataclass(frozen=True)
+class SnapshotFacts:
+    topic: str
+    cluster: str
+    health: SnapshotHealth
+    replicated_subscriptions: int = 0
+    replicates: bool = False        # the cluster replicates the topic somewhere (snapshots are taken)
+
+
+def _row(run_id: str, check: str, cluster: str, subject: str, count: int | None, message: str,
+         evidence: Mapping[str, Any]) -> dict:
+    return {"run_id": run_id, "system": SYSTEM, "cluster": cluster, "check": check, "severity": CHECKS[check],
+            "subject": subject, "entry_count": count, "message": message,
+            "evidence": json.dumps(dict(evidence), sort_keys=True, default=str)}
+
+
+def pair_subject(topic: str, subscription: str, source: str, target: str) -> str:
+    return f"{topic} sub={subscription} {source}->{target}"
+
+
+def _pair(run_id: str, f: PairFacts) -> list[dict]:
+    if not f.replicated:
+        return []
+    subject = pair_subject(f.topic, f.subscription, f.source, f.target)
+    ev = {**f.evidence, "topic": f.topic, "subscription": f.subscription, "target_cluster": f.target}
+    out = []
+    for check, count, what in (("pulsar.failover_loss", f.lost, "never dispatched on the source and acked on "
+                                                                "the target: lost on failover"),
+                               ("pulsar.failover_skip", f.skipped, "acked on the target, not on the source: "
+                                                                   "skipped on failover"),
+                               ("pulsar.failover_redelivery", f.redelivered, "acked on the source, not on the "
+                                                                             "target: redelivered on failover"),
+                               ("pulsar.target_cursor_ahead", f.ahead, "acked on the target beyond any snapshot "
+                                                                       "of the source (acks made on the target)")):
+        if count > 0:
+            out.append(_row(run_id, check, f.source, subject, count, f"{count} messages {what}", ev))
+    return out
+
+
+def _replicator(run_id: str, f: ReplicatorFacts, th: Thresholds) -> list[dict]:
+    ev = {**f.evidence, "topic": f.topic, "target_cluster": f.remote}
+    out = []
+    if f.connected is False:
+        out.append(_row(run_id, "pulsar.replicator_disconnected", f.cluster, f.topic, None,
+                        f"replicator {f.cluster}->{f.remote} is not connected", ev))
+    if th.replicator_backlog_max is not None and f.backlog is not None and f.backlog > th.replicator_backlog_max:
+        out.append(_row(run_id, "pulsar.replicator_backlog", f.cluster, f.topic, f.backlog,
+                        f"replicator {f.cluster}->{f.remote} backlog {f.backlog} > {th.replicator_backlog_max}",
+                        {**ev, "backlog": f.backlog, "threshold": th.replicator_backlog_max}))
+    if f.missing_on_target > 0:
+        out.append(_row(run_id, "pulsar.message_missing_on_target", f.cluster, f.topic, f.missing_on_target,
+                        f"{f.missing_on_target} messages acked by the replicator to {f.remote} have no copy "
+                        f"on {f.remote}", ev))
+    if f.remote_replicates_back is False:
+        for sub in f.replicated_subscriptions:
+            out.append(_row(run_id, "pulsar.replicated_subscription_one_way", f.cluster,
+                            pair_subject(f.topic, sub, f.cluster, f.remote), None,
+                            f"replicated subscription, but {f.remote} does not replicate the topic back to "
+                            f"{f.cluster}: snapshots can never complete", {**ev, "subscription": sub}))
+    return out
+
+
+def _cursor(run_id: str, f: CursorFacts) -> list[dict]:
+    if not f.ranges_below:
+        return []
+    ranges = [f"({lo}..{hi}]" for lo, hi in f.ranges_below]
+    return [_row(run_id, "pulsar.acks_below_mark_delete", f.cluster, f.topic, None,
+                 f"cursor {f.cursor}: {len(ranges)} individually-deleted ranges at or below the "
+                 f"markDeletePosition {f.mark_delete}",
+                 {"topic": f.topic, "subscription": f.cursor, "mark_delete_position": str(f.mark_delete),
+                  "ranges": ranges[:100], "range_count": len(ranges)})]
+
+
+def _snapshots(run_id: str, f: SnapshotFacts, th: Thresholds) -> list[dict]:
+    h, out = f.health, []
+    ev = {"topic": f.topic, "requests": h.requests, "snapshots": h.snapshots,
+          "newest_snapshot_age_s": h.newest_snapshot_age_s}
+    if h.timed_out > 0:
+        out.append(_row(run_id, "pulsar.snapshot_timeout", f.cluster, f.topic, h.timed_out,
+                        f"{h.timed_out} snapshot requests got no complete snapshot within 30 s",
+                        {**ev, "timed_out": h.timed_out}))
+    if (th.snapshot_max_age_s is not None and f.replicated_subscriptions > 0 and f.replicates
+            and h.unsnapshotted_since_ms is not None and h.now_ms is not None
+            and (h.now_ms - h.unsnapshotted_since_ms) // 1000 > th.snapshot_max_age_s):
+        waited = (h.now_ms - h.unsnapshotted_since_ms) // 1000
+        out.append(_row(run_id, "pulsar.snapshot_stale", f.cluster, f.topic, None,
+                        f"data published {waited} s ago is still not covered by a complete snapshot "
+                        f"(threshold {th.snapshot_max_age_s} s)", {**ev, "uncovered_for_s": waited}))
+    return out
+
+
+def findings(run_id: str, facts: Iterable[object], th: Thresholds = Thresholds()) -> list[dict]:
+    out: list[dict] = []
+    for f in facts:
+        if isinstance(f, PairFacts):
+            out += _pair(run_id, f)
+        elif isinstance(f, ReplicatorFacts):
+            out += _replicator(run_id, f, th)
+        elif isinstance(f, CursorFacts):
+            out += _cursor(run_id, f)
+        elif isinstance(f, SnapshotFacts):
+            out += _snapshots(run_id, f, th)
+        else:
+            raise TypeError(f"not a Pulsar fact: {type(f).__name__}")
+    return out

@@ -1,0 +1,114 @@
+"""Replicated subscriptions (PIP-33, formats.md §2.6) read back from the source's marker entries.
+
+Expected target markDeletePosition for subscription S, source X, target Y (the "audit mapping rule"):
+  1. The newest UPDATE for S that X itself wrote (marker 13, not a replicated copy) and that names Y: it
+     carries exactly the position Y was told to cumulatively ack. An UPDATE is only written when S's
+     markDeletePosition passed a cached snapshot, so it is always justified by a snapshot <= the source MDP.
+  2. With no such UPDATE in the dump: s* = the newest SNAPSHOT written by X (naming Y) whose
+     local_message_id <= the source MDP and that S can have cached: its dispatcher must have read the
+     marker (marker position < S's readPosition on X), and fewer than `cache_limit` snapshots read after it
+     (the pre-4.0.9 TreeMap cache keeps the newest `replicatedSubscriptionsSnapshotMaxCachedPerSubscription`,
+     default 10; the newer list cache (default 30) keeps at least that many, so pass 30 for those brokers).
+     The expectation is s*.clusters[Y].
+  3. Otherwise none (null): no snapshot applies.
+What the target MDP may justifiably reach is the highest Y position of any snapshot of X with
+local_message_id <= the source MDP, of X's UPDATEs for S, and of UPDATE copies for S naming Y that the
+target received from any cluster (a third cluster's consumers move Y too). A target cursor past that, over
+at least one target message, was moved by acks made on the target itself (target_cursor_ahead)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from audit.domain.pulsar.positions import Position
+from audit.domain.pulsar.window import NONE, Marker, Window
+
+REQUEST, RESPONSE, SNAPSHOT, UPDATE = 10, 11, 12, 13
+SNAPSHOT_TIMEOUT_MS = 30_000        # replicatedSubscriptionsSnapshotTimeoutSeconds default
+DEFAULT_CACHE_LIMIT = 10            # replicatedSubscriptionsSnapshotMaxCachedPerSubscription before PR #25044
+
+
+@dataclass(frozen=True)
+class Expectation:
+    expected: Position | None      # expected_target_mdp
+    basis: str | None              # "update", "snapshot" or None
+    justified: Position | None     # the highest target MDP anything justifies; None = nothing visible
+
+
+def _own(markers: Iterable[Marker], marker_type: int) -> list[Marker]:
+    return [m for m in markers if m.marker_type == marker_type and m.replicated_from is None]
+
+
+def expect_target(source_markers: Sequence[Marker], subscription: str, target: str, source_mdp: Position,
+                  source_read: Position | None, *, cache_limit: int = DEFAULT_CACHE_LIMIT,
+                  target_markers: Sequence[Marker] = ()) -> Expectation:
+    snapshots = sorted((m for m in _own(source_markers, SNAPSHOT) if m.local is not None and target in m.clusters),
+                       key=lambda m: m.position)
+    updates = sorted((m for m in _own(source_markers, UPDATE)
+                      if m.subscription == subscription and target in m.clusters), key=lambda m: m.position)
+    eligible = [s for s in snapshots if s.local <= source_mdp]
+    told = [m.clusters[target] for m in target_markers if m.marker_type == UPDATE and
+            m.replicated_from is not None and m.subscription == subscription and target in m.clusters]
+    bounds = told + [m.clusters[target] for m in updates[-1:] + eligible[-1:]]
+    justified = max(bounds) if bounds else None
+    if updates:
+        return Expectation(updates[-1].clusters[target], "update", justified)
+    read = [s for s in snapshots if source_read is None or s.position < source_read]
+    cached = [s for s in read if s.local <= source_mdp]
+    if cached:
+        best = max(cached, key=lambda s: s.local)
+        if sum(1 for s in read if s.position > best.position) < cache_limit:
+            return Expectation(best.clusters[target], "snapshot", justified)
+    return Expectation(None, None, justified)
+
+
+def messages_ahead(target: Window, target_mdp: Position, justified: Position | None) -> int:
+    """Target messages in (justified, target MDP]: acked by the target beyond what PIP-33 explains.
+    0 when nothing is visible to judge by."""
+    if justified is None or target_mdp <= justified:
+        return 0
+    lo = target.index.count_at_or_below(justified)
+    hi = target.index.count_at_or_below(target_mdp)
+    return int(np.count_nonzero(~target.marker[lo:hi]))
+
+
+@dataclass(frozen=True)
+class SnapshotHealth:
+    requests: int                  # snapshot requests this cluster wrote
+    responses: int                 # responses it received (copies: replicate_to is the requester only)
+    snapshots: int                 # complete snapshots it wrote
+    updates: int                   # UPDATEs it wrote (its subscriptions advanced past a snapshot)
+    unanswered_requests: int       # requested snapshot ids without their SNAPSHOT in the window
+    timed_out: int                 # of those, requested > 30 s before the newest publish time
+    newest_snapshot_age_s: int | None
+    unsnapshotted_since_ms: int | None   # oldest data published after the newest snapshot (None: none)
+    now_ms: int | None
+
+
+def snapshot_health(window: Window, as_of_ms: int | None = None,
+                    timeout_ms: int = SNAPSHOT_TIMEOUT_MS) -> SnapshotHealth:
+    """Counts from one cluster's window. A second-round request reuses the snapshot id, so unanswered and
+    timed-out requests are counted per snapshot id (dated by its first request)."""
+    requests, snapshots = _own(window.markers, REQUEST), _own(window.markers, SNAPSHOT)
+    responses = [m for m in window.markers if m.marker_type == RESPONSE and m.replicated_from is not None]
+    times = window.publish_time[window.publish_time != NONE]
+    newest = int(times.max()) if times.size else None
+    done = {s.snapshot_id for s in snapshots}
+    first_asked: dict[str, int | None] = {}
+    for r in requests:
+        if r.snapshot_id not in done and r.snapshot_id not in first_asked:
+            first_asked[r.snapshot_id] = r.publish_time_ms
+    timed_out = sum(1 for t in first_asked.values() if t is not None and newest is not None
+                    and newest - t > timeout_ms)
+    now = as_of_ms if as_of_ms is not None else newest
+    snap_times = [s.publish_time_ms for s in snapshots if s.publish_time_ms is not None]
+    last_snap = max(snap_times) if snap_times else None
+    age = (now - last_snap) // 1000 if last_snap is not None and now is not None else None
+    data = window.publish_time[~window.marker & (window.publish_time != NONE)]
+    if last_snap is not None:
+        data = data[data > last_snap]
+    since = int(data.min()) if data.size else None
+    return SnapshotHealth(len(requests), len(responses), len(snapshots), len(_own(window.markers, UPDATE)),
+                          len(first_asked), timed_out, age, since, now)

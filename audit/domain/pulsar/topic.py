@@ -1,0 +1,193 @@
+"""One topic across every audited cluster -> metrics rows (pulsar_failover, pulsar_snapshots) and findings.
+
+A failover row exists for every subscription present (as a cursor) on both clusters of an ordered pair
+(X, Y) where X replicates the topic to Y (a `replication` entry for Y or a `pulsar.repl.Y` cursor).
+Identity matching is done once per ordered pair, acked masks once per cursor."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+from audit.domain.pulsar import checks, pip33
+from audit.domain.pulsar.acked import CursorAcks, acked_mask, ranges_below_mark_delete
+from audit.domain.pulsar.failover import MAX_ACKNOWLEDGE, failover
+from audit.domain.pulsar.identity import Match, match
+from audit.domain.pulsar.positions import Position
+from audit.domain.pulsar.window import Window
+
+SUBSCRIPTION, REPLICATOR = "subscription", "replicator"
+
+
+@dataclass(frozen=True)
+class Cursor:
+    name: str
+    kind: str                       # subscription | replicator | dedup | compaction
+    acks: CursorAcks
+    remote_cluster: str | None = None
+    replicated: bool = False
+
+
+@dataclass
+class ClusterSide:
+    """What one cluster holds of the topic."""
+
+    cluster: str
+    window: Window
+    dump_from: Position | None = None        # exclusive
+    dump_to: Position | None = None          # inclusive
+    complete: bool = False                   # dump complete and no unread entry
+    from_start: bool = False                 # nothing of the topic is older than the window
+    cursors: Mapping[str, Cursor] = field(default_factory=dict)
+    replication: Mapping[str, tuple[bool | None, int | None]] = field(default_factory=dict)  # remote -> (connected, backlog)
+    replicated_subscriptions: frozenset[str] = frozenset()
+
+    def replicates_to(self, remote: str) -> bool:
+        return remote in self.replication or self.replicator(remote) is not None
+
+    def replicator(self, remote: str) -> Cursor | None:
+        for c in self.cursors.values():
+            if c.kind == REPLICATOR and c.remote_cluster == remote:
+                return c
+        return None
+
+    def subscriptions(self) -> dict[str, Cursor]:
+        return {n: c for n, c in self.cursors.items() if c.kind == SUBSCRIPTION}
+
+    def is_replicated(self, subscription: str) -> bool:
+        c = self.cursors.get(subscription)
+        return subscription in self.replicated_subscriptions or bool(c and c.replicated)
+
+
+@dataclass(frozen=True)
+class Settings:
+    run_id: str = ""
+    as_of_ms: int | None = None
+    thresholds: checks.Thresholds = checks.Thresholds()
+    cache_limit: int = pip33.DEFAULT_CACHE_LIMIT
+    max_acknowledge: int = MAX_ACKNOWLEDGE
+
+
+@dataclass
+class TopicAudit:
+    failover: list[dict]
+    snapshots: list[dict]
+    findings: list[dict]
+
+
+def _pos(p: Position | None) -> str | None:
+    return None if p is None else str(p)
+
+
+def _ranges_json(ranges) -> str:
+    return json.dumps([[str(a), str(b)] for a, b in ranges])
+
+
+def _covers(side: ClusterSide, cursor: Cursor) -> bool:
+    return side.dump_from is not None and cursor.acks.mark_delete >= side.dump_from
+
+
+def _missing_on_target(x: ClusterSide, y: ClusterSide, m: Match, acked) -> int:
+    """Messages published on X, acked by X's replicator to Y, with no copy on Y. A copy older than Y's
+    window cannot be seen, so unless Y's window holds the whole topic only messages after the first one
+    whose copy is in Y's window are judged (the replicator sends in X's order)."""
+    rep = x.replicator(y.cluster)
+    if rep is None or not y.complete:
+        return 0
+    w = x.window
+    own = (w.origin == w.cluster_code) & ~w.marker
+    for row, to in w.replicate_to.items():
+        if y.cluster not in to:
+            own[row] = False
+    missing = own & acked(x, rep) & ~m.source_on_target
+    if not y.from_start:
+        seen = np.flatnonzero(own & m.source_on_target)
+        if not seen.size:
+            return 0
+        missing[:seen[0]] = False
+    return int(np.count_nonzero(missing))
+
+
+def audit_topic(topic: str, sides: Mapping[str, ClusterSide], settings: Settings = Settings()) -> TopicAudit:
+    masks: dict[tuple[str, str], np.ndarray] = {}
+
+    def acked(side: ClusterSide, cursor: Cursor) -> np.ndarray:
+        key = (side.cluster, cursor.name)
+        if key not in masks:
+            masks[key] = acked_mask(side.window.index, cursor.acks)
+        return masks[key]
+
+    facts: list[object] = []
+    snapshot_rows, failover_rows = [], []
+    for name in sorted(sides):
+        side = sides[name]
+        health = pip33.snapshot_health(side.window, settings.as_of_ms)
+        n_repl = len(side.replicated_subscriptions | {s for s in side.subscriptions() if side.is_replicated(s)})
+        snapshot_rows.append({
+            "cluster": name, "topic": topic, "requests": health.requests, "responses": health.responses,
+            "snapshots": health.snapshots, "updates": health.updates,
+            "unanswered_requests": health.unanswered_requests, "timed_out": health.timed_out,
+            "newest_snapshot_age_s": health.newest_snapshot_age_s, "replicated_subscriptions": n_repl})
+        facts.append(checks.SnapshotFacts(topic, name, health, n_repl, bool(side.replication)
+                                          or any(c.kind == REPLICATOR for c in side.cursors.values())))
+        for cname in sorted(side.cursors):
+            below = ranges_below_mark_delete(side.cursors[cname].acks)
+            if below:
+                facts.append(checks.CursorFacts(topic, name, cname, tuple(below),
+                                                side.cursors[cname].acks.mark_delete))
+        remotes = set(side.replication) | {c.remote_cluster for c in side.cursors.values()
+                                           if c.kind == REPLICATOR and c.remote_cluster}
+        for remote in sorted(remotes):
+            connected, backlog = side.replication.get(remote, (None, None))
+            target = sides.get(remote)
+            missing, back = 0, None
+            if target is not None:
+                back = target.replicates_to(name)
+                m = match(side.window, target.window)
+                missing = _missing_on_target(side, target, m, acked)
+                failover_rows += _pairs(topic, side, target, m, acked, settings, facts)
+            repl = tuple(sorted(s for s in side.subscriptions() if side.is_replicated(s)))
+            facts.append(checks.ReplicatorFacts(topic, name, remote, connected, backlog, repl, back, missing))
+    found = checks.findings(settings.run_id, facts, settings.thresholds)
+    return TopicAudit(failover_rows, snapshot_rows, found)
+
+
+def _pairs(topic: str, x: ClusterSide, y: ClusterSide, m: Match, acked, settings: Settings,
+           facts: list) -> list[dict]:
+    rows = []
+    y_subs = y.subscriptions()
+    for sub, cx in sorted(x.subscriptions().items()):
+        cy = y_subs.get(sub)
+        if cy is None:
+            continue
+        fo = failover(x.window, y.window, m, cx.acks, cy.acks, target_end=y.dump_to,
+                      source_acked=acked(x, cx), target_acked=acked(y, cy), max_acknowledge=settings.max_acknowledge)
+        replicated = x.is_replicated(sub)
+        exp = pip33.Expectation(None, None, None)
+        ahead = 0
+        if replicated:
+            exp = pip33.expect_target(x.window.markers, sub, y.cluster, cx.acks.mark_delete, cx.acks.read_position,
+                                      cache_limit=settings.cache_limit, target_markers=y.window.markers)
+            ahead = pip33.messages_ahead(y.window, cy.acks.mark_delete, exp.justified)
+        complete = x.complete and y.complete and _covers(x, cx) and _covers(y, cy)
+        row = {
+            "run_id": settings.run_id, "topic": topic, "subscription": sub, "source_cluster": x.cluster,
+            "target_cluster": y.cluster, "replicated": replicated, "source_mdp": str(cx.acks.mark_delete),
+            "target_mdp": str(cy.acks.mark_delete), "expected_target_mdp": _pos(exp.expected),
+            "exact_target_mdp": str(fo.exact_target_mdp), "window_from": _pos(x.dump_from),
+            "window_to": _pos(x.dump_to), "compared": fo.compared, "only_on_source": fo.only_on_source,
+            "only_on_target": fo.only_on_target, "redelivered": fo.redelivered, "skipped": fo.skipped,
+            "lost": fo.lost, "redelivered_ranges": _ranges_json(fo.redelivered_ranges),
+            "skipped_ranges": _ranges_json(fo.skipped_ranges),
+            "to_acknowledge": json.dumps([str(p) for p in fo.to_acknowledge]),
+            "to_acknowledge_count": fo.to_acknowledge_count, "complete": complete}
+        rows.append(row)
+        evidence = {k: row[k] for k in ("source_mdp", "target_mdp", "expected_target_mdp", "exact_target_mdp",
+                                        "complete")}
+        evidence.update(expected_basis=exp.basis, justified_target_mdp=_pos(exp.justified),
+                        target_moves_backward=fo.target_moves_backward)
+        facts.append(checks.PairFacts(topic, sub, x.cluster, y.cluster, replicated, fo.redelivered, fo.skipped,
+                                      fo.lost, ahead, evidence))
+    return rows
