@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from audit.formats.pulsar.markers import SNAPSHOT
 from audit.formats.pulsar.stats_internal import REPLICATED_PROPERTY
-from audit.lab.pulsar_model import Cursor, Entry
+from audit.lab.pulsar_model import Cursor, Entry, Poller
 from audit.lab.pulsar_pip33 import SnapshotCache
 from audit.lab.pulsar_topic import Topic
 
@@ -74,6 +74,7 @@ class Subscription:
         self.last_acked_ms = 0
         self.local_acks_moved_mdp = False  # the cursor advanced through acks made on this cluster
         self._rr = 0
+        self.poller: Poller | None = None
         topic.subscriptions[name] = self
 
     # -- consumers ------------------------------------------------------------------------------
@@ -84,7 +85,9 @@ class Subscription:
         clock.at(t0 + plan.start_ms, self._connect, consumer)
         if plan.stop_ms is not None:
             clock.at(t0 + plan.stop_ms, self._disconnect, consumer)
-        clock.every(t0 + plan.start_ms, DISPATCH_TICK_MS, self.dispatch, until_ms)
+        if self.poller is None:
+            self.poller = Poller(clock, DISPATCH_TICK_MS, self.dispatch, until_ms)
+            self.topic.readers.append(self.poller)
         return consumer
 
     def _connect(self, consumer: Consumer) -> None:
@@ -92,6 +95,7 @@ class Subscription:
             self.cursor.read_idx = self.cursor.mdp_idx + 1  # first consumer: rewind
         consumer.connected = True
         consumer.connected_since = self.topic.clock.now
+        self.poller.wake()
 
     def _disconnect(self, consumer: Consumer) -> None:
         consumer.connected = False
@@ -100,10 +104,11 @@ class Subscription:
         return [c for c in self.consumers if c.connected]
 
     # -- dispatcher -----------------------------------------------------------------------------
-    def dispatch(self) -> None:
+    def dispatch(self) -> bool:
+        """One read for the connected consumers; True while there is more to read."""
         live = self.connected()
         if not live:
-            return
+            return False
         ml, now = self.topic.ml, self.topic.clock.now
         idx, end = self.cursor.read_idx, min(len(ml.entries), self.cursor.read_idx + READ_BATCH)
         while idx < end:
@@ -121,6 +126,7 @@ class Subscription:
                 self._send(live, idx, entry)
             idx += 1
         self.cursor.read_idx = max(self.cursor.read_idx, idx)
+        return self.cursor.read_idx < len(ml.entries)
 
     def _send(self, live: list[Consumer], idx: int, entry: Entry) -> None:
         consumer = live[self._rr % len(live)]

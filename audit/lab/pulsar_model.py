@@ -46,6 +46,25 @@ class Clock:
         self.now = end_ms
 
 
+class Poller:
+    """Calls `fn` every `period_ms` while it returns True (more to do), then parks until `wake()` — the way a
+    managed cursor waits for new entries instead of polling an idle topic."""
+
+    def __init__(self, clock: Clock, period_ms: int, fn: Callable[[], bool], until_ms: int):
+        self.clock, self.period_ms, self.fn, self.until_ms = clock, period_ms, fn, until_ms
+        self.parked = True
+
+    def wake(self, delay_ms: int = 1) -> None:
+        if self.parked and self.clock.now + delay_ms <= self.until_ms:
+            self.parked = False
+            self.clock.after(delay_ms, self._run)
+
+    def _run(self) -> None:
+        self.parked = True
+        if self.fn():
+            self.wake(self.period_ms)
+
+
 @dataclass(eq=False, slots=True)
 class Entry:
     ledger_id: int

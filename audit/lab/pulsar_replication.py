@@ -13,7 +13,7 @@ state: a disconnected replicator reads nothing, so its backlog grows and its mar
 from __future__ import annotations
 
 from audit.formats.pulsar.markers import SNAPSHOT_REQUEST, SNAPSHOT_RESPONSE, UPDATE
-from audit.lab.pulsar_model import Cursor
+from audit.lab.pulsar_model import Cursor, Poller
 from audit.lab.pulsar_topic import Topic
 
 TICK_MS = 100
@@ -34,13 +34,17 @@ class Replicator:
         self.disconnected_at: int | None = None
         self.port = port
         self._in_flight = False
-        self._carry = 0.0
+        self._tokens = 0.0
+        self._tokens_at = now
         self.sent_times: list[int] = []
         self.bytes_out = 0
+        self.poller: Poller | None = None
         local.replicators[self.remote_name] = self
 
     def start(self, first_ms: int, until_ms: int) -> None:
-        self.local.clock.every(first_ms, TICK_MS, self.tick, until_ms)
+        self.poller = Poller(self.local.clock, TICK_MS, self.tick, until_ms)
+        self.local.readers.append(self.poller)
+        self.poller.wake(first_ms - self.local.clock.now)
 
     def disconnect(self) -> None:
         if self.connected:
@@ -48,16 +52,21 @@ class Replicator:
             self.disconnected_at = self.local.clock.now
 
     def _quota(self) -> int:
+        """Token bucket of the replicator dispatch rate (a one-second burst at most)."""
         if self.rate_per_s is None:
             return MAX_READ
-        self._carry += self.rate_per_s * TICK_MS / 1000
-        quota = int(self._carry)
-        self._carry -= quota
-        return quota
+        now = self.local.clock.now
+        self._tokens = min(float(max(1, self.rate_per_s)),
+                           self._tokens + self.rate_per_s * (now - self._tokens_at) / 1000)
+        self._tokens_at = now
+        return int(self._tokens)
 
-    def tick(self) -> None:
-        if not self.connected or self._in_flight:
-            return
+    def tick(self) -> bool:
+        """One read; True while there is more to read or a send in flight."""
+        if not self.connected:
+            return False
+        if self._in_flight:
+            return True
         quota = self._quota()
         ml, now = self.local.ml, self.local.clock.now
         end = len(ml.entries)
@@ -74,9 +83,12 @@ class Replicator:
                 sends.append(idx)
             idx += 1
         self.cursor.read_idx = idx
+        if self.rate_per_s is not None:
+            self._tokens -= len(sends)
         if sends:
             self._in_flight = True
             self.local.clock.after(self.latency_ms, self._delivered, sends)
+        return bool(sends) or idx < len(ml.entries)
 
     def _delivered(self, sends: list[int]) -> None:
         """The remote persisted the copies (send receipts): write them there, then ack them here."""
@@ -89,6 +101,7 @@ class Replicator:
             self.sent_times.append(now)
             self.bytes_out += len(original.payload)
         self._in_flight = False
+        self.poller.wake()
 
     # -- stats ----------------------------------------------------------------------------------
     def backlog(self) -> int:

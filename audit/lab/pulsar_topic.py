@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from audit.formats.pulsar.entry import REPL_SOURCE_POSITION
-from audit.lab.pulsar_model import MARKER_PRODUCER, Clock, ClusterLedgerIds, Entry, ManagedLedger
+from audit.lab.pulsar_model import MARKER_PRODUCER, Clock, ClusterLedgerIds, Entry, ManagedLedger, Poller
 
 if TYPE_CHECKING:
     from audit.lab.pulsar_consumers import Subscription
@@ -49,6 +49,7 @@ class Topic:
         self.in_times: list[int] = []
         self.remote_in: dict[str, int] = {}
         self.markers_written: dict[int, int] = {}
+        self.readers: list[Poller] = []  # replicators and dispatchers waiting for new entries
         cluster.topics[name] = self
 
     @property
@@ -61,6 +62,8 @@ class Topic:
         self.msg_in += 1
         self.bytes_in += size
         self.in_times.append(self.clock.now)
+        for reader in self.readers:
+            reader.wake()
 
     def publish(self, producer: str, sequence_id: int, payload: bytes, properties: tuple[tuple[str, str], ...],
                 deliver_at_ms: int | None = None) -> Entry:
