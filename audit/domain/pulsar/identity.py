@@ -8,9 +8,10 @@ messages. Matching windows X and Y covers messages that originate on X, on Y, or
 
 Two passes, each a sort-merge over integer key columns (np.lexsort, no per-message Python):
   1. (origin, origin ledger, origin entry) wherever the origin position is known;
-  2. (origin, producer, sequence id) for the messages pass 1 left unmatched on both sides.
+  2. (origin, producer, sequence id) for the target messages pass 1 left unmatched, where at least one of
+     the two sides lacks the origin position.
 Duplicates: every target copy of an identity is matched to its first (lowest) source copy; extra source
-copies are neither compared nor only-on-source."""
+copies count as present on the target (not only-on-source) but are not compared themselves."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,43 +46,59 @@ def _producer_key(w: Window, rows: np.ndarray) -> tuple[np.ndarray, ...]:
     return rows, w.origin[rows], w.producer[rows], w.sequence[rows]
 
 
-def _join(src: tuple[np.ndarray, ...], tgt: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """Sort-merge on equal key columns. src/tgt = (rows, key columns...). Returns (target rows matched,
-    their source rows) with each target row matched to the first source row of its key."""
-    n_s = src[0].size
+def _join(src: tuple[np.ndarray, ...], tgt: tuple[np.ndarray, ...], src_taken: np.ndarray | None = None
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sort-merge on equal key columns. src/tgt = (rows, key columns...). Each target row is matched to the
+    first source row of its key, preferring source rows not `src_taken` (matched by an earlier pass).
+    Returns (matched target rows, their source rows, every source row whose key has a target row)."""
+    n_s, empty = src[0].size, np.zeros(0, np.int64)
     if n_s == 0 or tgt[0].size == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return empty, empty, empty
     cols = [np.concatenate((a, b)) for a, b in zip(src[1:], tgt[1:])]
     side = np.concatenate((np.zeros(n_s, np.int8), np.ones(tgt[0].size, np.int8)))
     rows = np.concatenate((src[0], tgt[0]))
-    order = np.lexsort((rows, side, *cols[::-1]))   # key columns, then source before target, then position
+    taken = np.zeros(rows.size, np.int8)
+    if src_taken is not None:
+        taken[:n_s] = src_taken[src[0]]
+    order = np.lexsort((rows, taken, side, *cols[::-1]))   # key columns, source first, untaken first, position
     changed = np.zeros(order.size, dtype=bool)
     changed[0] = True
     for c in cols:
         s = c[order]
         changed[1:] |= s[1:] != s[:-1]
+    starts = np.flatnonzero(changed)
     group = np.cumsum(changed) - 1
-    first = order[np.flatnonzero(changed)]          # first member of each group
+    first, last = order[starts], order[np.append(starts[1:] - 1, order.size - 1)]
     group_source = np.where(side[first] == 0, rows[first], NONE)
-    is_target = side[order] == 1
-    t_rows, t_src = rows[order][is_target], group_source[group[is_target]]
+    sides = side[order]
+    t_rows, t_src = rows[order][sides == 1], group_source[group[sides == 1]]
     hit = t_src != NONE
-    return t_rows[hit], t_src[hit]
+    s_seen = rows[order][(sides == 0) & (side[last][group] == 1)]
+    return t_rows[hit], t_src[hit], s_seen
 
 
 def match(source: Window, target: Window) -> Match:
     target_source = np.full(len(target), NONE, dtype=np.int64)
     source_on_target = np.zeros(len(source), dtype=bool)
     s1, t1 = _position_key(source), _position_key(target)
-    t_rows, s_rows = _join(s1, t1)
+    t_rows, s_rows, s_seen = _join(s1, t1)
     target_source[t_rows] = s_rows
-    source_on_target[s_rows] = True
-    # Pass 2 over every message pass 1 left unmatched, with or without a position key.
-    s_left = np.flatnonzero(~source.marker & ~source_on_target)
-    t_left = np.flatnonzero(~target.marker & (target_source == NONE))
-    t_rows, s_rows = _join(_producer_key(source, s_left), _producer_key(target, t_left))
-    target_source[t_rows] = s_rows
-    source_on_target[s_rows] = True
+    source_on_target[s_seen] = True
+    # Pass 2 by (origin, producer, sequence id) for the target messages pass 1 left unmatched, never between
+    # two messages whose origin positions are both known (they differ, or pass 1 would have matched them).
+    # A second copy without the property still belongs to its message, so matched source messages stay
+    # candidates, after the unmatched ones.
+    positioned_s = np.zeros(len(source), dtype=bool)
+    positioned_s[s1[0]] = True
+    positioned_t = np.zeros(len(target), dtype=bool)
+    positioned_t[t1[0]] = True
+    left = ~target.marker & (target_source == NONE)
+    passes = ((left & ~positioned_t, ~source.marker), (left & positioned_t, ~source.marker & ~positioned_s))
+    for t_sel, s_sel in passes:
+        t_rows, s_rows, s_seen = _join(_producer_key(source, np.flatnonzero(s_sel)),
+                                       _producer_key(target, np.flatnonzero(t_sel)), source_on_target.astype(np.int8))
+        target_source[t_rows] = s_rows
+        source_on_target[s_seen] = True
     compared = int(np.count_nonzero(target_source != NONE))
     only_on_target = int(np.count_nonzero(~target.marker)) - compared
     only_on_source = int(np.count_nonzero(~source.marker & ~source_on_target))

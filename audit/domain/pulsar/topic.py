@@ -41,7 +41,8 @@ class ClusterSide:
     complete: bool = False                   # dump complete and no unread entry
     from_start: bool = False                 # nothing of the topic is older than the window
     cursors: Mapping[str, Cursor] = field(default_factory=dict)
-    replication: Mapping[str, tuple[bool | None, int | None]] = field(default_factory=dict)  # remote -> (connected, backlog)
+    # remote -> (connected, backlog) from the stats' replication section
+    replication: Mapping[str, tuple[bool | None, int | None]] = field(default_factory=dict)
     replicated_subscriptions: frozenset[str] = frozenset()
 
     def replicates_to(self, remote: str) -> bool:
