@@ -155,7 +155,8 @@ def serve_pulsar_admin(world: World, cluster_name: str, token: str | None = None
     admin = _Admin(world, cluster_name, entry_errors or {})
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(admin, token))
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, name=f"pulsar-lab-admin-{cluster_name}", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              name=f"pulsar-lab-admin-{cluster_name}", daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
