@@ -91,11 +91,11 @@ def _relative_key(path: str, root: str) -> str:
     return local[len(root):] if local.startswith(root) else local
 
 
-def _empty_files(root: str) -> list[str]:
+def _empty_files(root: str, folders: list[str]) -> list[str]:
     import os
 
     out = []
-    for folder, _, names in os.walk(root):
+    for folder, _, names in (w for top in folders for w in os.walk(top)):
         for name in names:
             path = os.path.join(folder, name)
             if os.path.getsize(path) == 0:
@@ -109,8 +109,12 @@ def normalize_bookkeeper(spark: SparkSession, raw_dir: str) -> dict[str, DataFra
     import os
 
     root = os.path.abspath(raw_dir)
-    files = (spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(root)
-             .select("path", "content"))
+    # Only BookKeeper's evidence: other systems' raw files (Pulsar dumps can be large) are not read twice.
+    folders = [f for f in (os.path.join(root, "bookkeeper"), os.path.join(root, "raw", "bookkeeper"))
+               if os.path.isdir(f)]
+    reader = spark.read.format("binaryFile").option("recursiveFileLookup", "true")
+    files = (reader.load(folders) if folders else reader.schema("path string, content binary").load(root)
+             .limit(0)).select("path", "content")
     arrow_schema = to_arrow_schema(_DECODED)
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -125,7 +129,7 @@ def normalize_bookkeeper(spark: SparkSession, raw_dir: str) -> dict[str, DataFra
             yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
 
     decoded = files.mapInArrow(decode, _DECODED)
-    empty = _empty_files(root)
+    empty = _empty_files(root, folders)
     if empty:
         # Spark's file sources skip zero-length files; decode those here so none goes unreported.
         rows = [{"table": t, **r} for key in empty for t, r in bk_decode.decode_file(key, b"")]
