@@ -26,7 +26,8 @@ def row(target_mdp="7:10", exact="7:4", acks=("7:6", "7:9"), count=None, redeliv
 # (case, row, expected (from, to, direction, warnings mention), positions listed, remaining)
 CASES = [
     ("target ahead: backward reset un-acks", row(target_mdp="7:10", exact="7:4", skipped=2, lost=1),
-     ("7:10", "7:4", "backward"), ["BACKWARD", "2 message(s) the target had skipped will be delivered (1 of them"], ["7:6", "7:9"], 0),
+     ("7:10", "7:4", "backward"), ["BACKWARD", "2 message(s) the target had skipped will be delivered (1 of them"],
+     ["7:6", "7:9"], 0),
     ("target behind: forward reset", row(target_mdp="7:1", exact="7:4", acks=()),
      ("7:1", "7:4", "forward"), [], [], 0),
     ("same MDP but acks differ: reset in place + acks", row(target_mdp="7:4", exact="7:4", redelivered=2),
