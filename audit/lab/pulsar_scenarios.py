@@ -90,21 +90,27 @@ def one_way(b: WorldBuilder, cfg: PulsarLabConfig) -> None:
 
 
 def target_cursor_ahead(b: WorldBuilder, cfg: PulsarLabConfig) -> None:
+    # The standby's consumer runs while the primary's is gone and leaves one message unacked when it stops:
+    # everything it acked after that hole exists on the standby only.
     _both_ways(b)
-    b.producer("a", cfg.messages)
+    producer = b.producer("a", cfg.messages)
+    hole = _hole_seqs(cfg.messages, (0.7,))
     b.consumer("a", SUB, ConsumerPlan(start_ms=0, stop_ms=16_000))
-    b.consumer("b", SUB, ConsumerPlan(start_ms=20_000, stop_ms=35_000))
+    b.consumer("b", SUB, ConsumerPlan(start_ms=20_000, stop_ms=35_000,
+                                      never_ack=frozenset((producer, s) for s in hole)))
     b.fault("consumers_on_both_clusters", cluster=b.cluster("b"), subscription=SUB,
             from_ms=b.t0 + 20_000, to_ms=b.t0 + 35_000)
 
 
 def replicator_disconnected(b: WorldBuilder, cfg: PulsarLabConfig) -> None:
+    # A slow consumer: its markDeletePosition trails by seconds, and the UPDATE markers written after the
+    # disconnect never reach the standby.
     b.link("a", "b", disconnect_at_ms=25_000)
     b.link("b", "a")
     b.subscription("a", SUB)
     b.subscription("b", SUB)
     b.producer("a", cfg.messages)
-    b.consumer("a", SUB, ConsumerPlan(start_ms=0))
+    b.consumer("a", SUB, ConsumerPlan(start_ms=0, ack_delay_ms=(2_000, 8_000)))
     b.fault("replicator_disconnected", cluster=b.cluster("a"), remote=b.cluster("b"), at_ms=b.t0 + 25_000)
 
 

@@ -14,7 +14,8 @@ from tests.lab.payload_oracle import DictSink
 AS_OF = 1_760_000_000_000
 GEO = "persistent://lab/geo/"
 SUB = "orders-processor"
-FAULTY = ("orders-ack-holes", "orders-delayed", "orders-backlog", "orders-one-way", "orders-legacy-partition-0")
+FAULTY = ("orders-ack-holes", "orders-delayed", "orders-backlog", "orders-one-way", "orders-disconnected",
+          "orders-legacy-partition-0")
 
 
 @pytest.fixture(scope="module")
