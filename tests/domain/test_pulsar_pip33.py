@@ -1,0 +1,112 @@
+"""PIP-33 read back from markers: expected target markDeletePosition, justification, snapshot health."""
+from __future__ import annotations
+
+import pytest
+
+from audit.domain.pulsar.pip33 import expect_target, messages_ahead, snapshot_health
+from audit.domain.pulsar.records import P, Codes, window_of
+
+T0 = 1_700_000_000_000
+
+
+def snap(pos, local, y, sid="s1", t=None, **clusters):
+    return {"pos": pos, "marker_type": 12, "snapshot_id": sid, "local": local, "clusters": {"y": y, **clusters},
+            "publish_time": t}
+
+
+def update(pos, y, sub="orders", replicated_from=None):
+    return {"pos": pos, "marker_type": 13, "subscription": sub, "clusters": {"y": y},
+            "replicated_from": replicated_from}
+
+
+def markers(records):
+    return window_of("x", records, Codes()).markers
+
+
+EXPECT = [
+    # (id, source markers, source MDP, source readPosition, cache limit, (expected, basis, justified))
+    ("nothing", [], "5:10", "5:11", 10, (None, None, None)),
+    ("newest-update-wins", [update("5:3", "9:1"), update("5:8", "9:4"), update("5:9", "9:7", sub="other")],
+     "5:10", "5:11", 10, ("9:4", "update", "9:4")),
+    ("update-copy-from-elsewhere-is-not-ours", [update("5:8", "9:4", replicated_from="z")], "5:10", "5:11", 10,
+     (None, None, None)),
+    ("update-preferred-over-newer-snapshot", [update("5:4", "9:2"), snap("5:6", "5:5", "9:6")], "5:10", "5:11", 10,
+     ("9:2", "update", "9:6")),
+    ("read-snapshot-below-mdp", [snap("5:2", "5:1", "9:1"), snap("5:6", "5:5", "9:6"), snap("5:12", "5:11", "9:9")],
+     "5:10", "5:13", 10, ("9:6", "snapshot", "9:6")),
+    ("snapshot-not-read-yet-falls-back", [snap("5:2", "5:1", "9:1"), snap("5:6", "5:5", "9:6")], "5:10", "5:5", 10,
+     ("9:1", "snapshot", "9:6")),
+    ("unknown-read-position-means-read", [snap("5:6", "5:5", "9:6")], "5:10", None, 10, ("9:6", "snapshot", "9:6")),
+    ("evicted-by-later-reads", [snap("5:6", "5:5", "9:6"), snap("5:12", "5:11", "9:8"), snap("5:14", "5:13", "9:9")],
+     "5:10", "5:20", 2, (None, None, "9:6")),
+    ("kept-under-the-limit", [snap("5:6", "5:5", "9:6"), snap("5:12", "5:11", "9:8"), snap("5:14", "5:13", "9:9")],
+     "5:10", "5:20", 3, ("9:6", "snapshot", "9:6")),
+    ("snapshot-not-naming-target", [{"pos": "5:6", "marker_type": 12, "snapshot_id": "a", "local": "5:5",
+                                     "clusters": {"z": "2:2"}}], "5:10", "5:11", 10, (None, None, None)),
+    ("snapshot-local-above-mdp", [snap("5:12", "5:11", "9:9")], "5:10", "5:13", 10, (None, None, None)),
+    ("local-equal-to-mdp-applies", [snap("5:12", "5:10", "9:9")], "5:10", "5:13", 10, ("9:9", "snapshot", "9:9")),
+    ("spans-ledgers", [snap("5:99", "5:98", "9:5"), snap("8:0", "7:-1", "12:3")], "8:4", "8:5", 10,
+     ("12:3", "snapshot", "12:3")),
+]
+
+
+@pytest.mark.parametrize("recs,mdp,read,limit,expected", [c[1:] for c in EXPECT], ids=[c[0] for c in EXPECT])
+def test_expect_target(recs, mdp, read, limit, expected):
+    e = expect_target(markers(recs), "orders", "y", P(mdp), P(read) if read else None, cache_limit=limit)
+    as_text = lambda p: None if p is None else str(p)  # noqa: E731
+    assert (as_text(e.expected), e.basis, as_text(e.justified)) == expected
+
+
+def test_updates_the_target_received_from_a_third_cluster_justify_it():
+    target = markers([update("9:20", "9:15", replicated_from="z"), update("9:21", "9:30", sub="other",
+                                                                          replicated_from="z")])
+    e = expect_target(markers([snap("5:6", "5:5", "9:6")]), "orders", "y", P("5:10"), None, target_markers=target)
+    assert (str(e.expected), str(e.justified)) == ("9:6", "9:15")
+
+
+def target_window():
+    recs = [{"pos": f"9:{i}", "producer": "p", "sequence": i} for i in range(10)]
+    recs[5] = {"pos": "9:5", "marker_type": 10}
+    return window_of("y", recs, Codes())
+
+
+@pytest.mark.parametrize("mdp,justified,ahead", [
+    ("9:7", "9:3", 3),        # 9:4, 9:6, 9:7 (9:5 is a marker)
+    ("9:5", "9:4", 0),        # only a marker between
+    ("9:3", "9:3", 0), ("9:2", "9:3", 0),
+    ("9:9", None, 0),         # nothing to judge by
+    ("11:0", "9:8", 1),       # beyond the window
+])
+def test_messages_ahead(mdp, justified, ahead):
+    assert messages_ahead(target_window(), P(mdp), P(justified) if justified else None) == ahead
+
+
+def test_snapshot_health_counts():
+    recs = [
+        {"pos": "5:0", "producer": "p", "sequence": 0, "publish_time": T0},
+        {"pos": "5:1", "marker_type": 10, "snapshot_id": "a", "publish_time": T0 + 1_000},
+        {"pos": "5:2", "marker_type": 11, "snapshot_id": "a", "replicated_from": "y", "publish_time": T0 + 1_500},
+        {"pos": "5:3", "marker_type": 12, "snapshot_id": "a", "local": "5:2", "publish_time": T0 + 1_600},
+        {"pos": "5:4", "marker_type": 10, "snapshot_id": "b", "publish_time": T0 + 2_000},     # never answered
+        {"pos": "5:5", "marker_type": 10, "snapshot_id": "b", "publish_time": T0 + 3_000},     # second round
+        {"pos": "5:6", "marker_type": 10, "snapshot_id": "zz", "replicated_from": "y", "publish_time": T0 + 3_000},
+        {"pos": "5:7", "marker_type": 11, "snapshot_id": "zz", "publish_time": T0 + 3_100},    # our answer to y
+        {"pos": "5:8", "marker_type": 13, "subscription": "orders", "publish_time": T0 + 4_000},
+        {"pos": "5:9", "producer": "p", "sequence": 1, "publish_time": T0 + 10_000},
+        {"pos": "5:10", "producer": "p", "sequence": 2, "publish_time": T0 + 40_000},
+        {"pos": "5:11", "marker_type": 10, "snapshot_id": "c", "publish_time": T0 + 39_000},   # recent: pending
+    ]
+    h = snapshot_health(window_of("x", recs, Codes()), as_of_ms=T0 + 61_600)
+    assert (h.requests, h.responses, h.snapshots, h.updates) == (4, 1, 1, 1)
+    assert (h.unanswered_requests, h.timed_out) == (2, 1)
+    assert h.newest_snapshot_age_s == 60
+    assert h.unsnapshotted_since_ms == T0 + 10_000 and h.now_ms == T0 + 61_600
+
+
+def test_snapshot_health_of_an_empty_window_and_without_reference_time():
+    h = snapshot_health(window_of("x", [], Codes()))
+    assert (h.requests, h.timed_out, h.newest_snapshot_age_s, h.unsnapshotted_since_ms, h.now_ms) == (0, 0, None,
+                                                                                                      None, None)
+    only_data = [{"pos": "5:0", "producer": "p", "sequence": 0, "publish_time": T0}]
+    h = snapshot_health(window_of("x", only_data, Codes()))
+    assert (h.newest_snapshot_age_s, h.unsnapshotted_since_ms, h.now_ms) == (None, T0, T0)

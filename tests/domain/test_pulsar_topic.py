@@ -1,0 +1,161 @@
+"""One topic across clusters: which failover rows exist, snapshot metrics, and the findings of whole scenarios."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from audit.domain.pulsar.checks import Thresholds
+from audit.domain.pulsar.records import P, Codes, cursor_of, window_of
+from audit.domain.pulsar.topic import ClusterSide, Cursor, Settings, audit_topic
+
+T = "persistent://acme/orders/created"
+T0 = 1_700_000_000_000
+SETTINGS = Settings(run_id="r1", as_of_ms=T0 + 60_000, thresholds=Thresholds(1000, 300))
+
+
+def msg(pos, seq, origin=None, src=None, producer=None, t=0):
+    return {"pos": pos, "producer": producer or f"p-{origin or 'own'}", "sequence": seq, "replicated_from": origin,
+            "source_position": src, "publish_time": T0 + t}
+
+
+def side(cluster, records, codes, cursors, replication=(), first=None, last=None, complete=True, from_start=False):
+    w = window_of(cluster, records, codes)
+    return ClusterSide(cluster, w, P(first) if first else None, P(last) if last else (
+        w.position(len(w) - 1) if len(w) else None), complete, from_start, cursors,
+        {r: (True, 0) for r in replication}, frozenset())
+
+
+def sub(name, mdp, ranges=(), read=None, replicated=True):
+    return {name: Cursor(name, "subscription", cursor_of(mdp, ranges, read), None, replicated)}
+
+
+def repl(remote, mdp):
+    return {f"pulsar.repl.{remote}": Cursor(f"pulsar.repl.{remote}", "replicator", cursor_of(mdp), remote)}
+
+
+def healthy(codes):
+    """east publishes e0..e3, west w0; one PIP-33 round: east's snapshot maps 5:4 -> west 9:4, east's consumer
+    passed it and the UPDATE told west 9:4, which west applied."""
+    east = [msg("5:0", 0, t=1), msg("5:1", 1, t=2), msg("5:2", 0, "west", "9:1", "p-own", t=3),
+            {"pos": "5:3", "marker_type": 10, "snapshot_id": "a", "publish_time": T0 + 4},
+            {"pos": "5:4", "marker_type": 11, "snapshot_id": "a", "replicated_from": "west",
+             "clusters": {"west": "9:4"}, "publish_time": T0 + 5},
+            {"pos": "5:5", "marker_type": 12, "snapshot_id": "a", "local": "5:4", "clusters": {"west": "9:4"},
+             "publish_time": T0 + 6},
+            msg("5:6", 2, t=7), {"pos": "5:7", "marker_type": 13, "subscription": "orders",
+                                 "clusters": {"west": "9:4"}, "publish_time": T0 + 8}, msg("5:8", 3, t=9)]
+    west = [msg("9:0", 0, "east", "5:0", "p-own"), msg("9:1", 0, t=3), msg("9:2", 1, "east", "5:1", "p-own"),
+            {"pos": "9:3", "marker_type": 10, "snapshot_id": "a", "replicated_from": "east"},
+            {"pos": "9:4", "marker_type": 11, "snapshot_id": "a", "clusters": {"west": "9:4"}},
+            msg("9:5", 2, "east", "5:6", "p-own"), {"pos": "9:6", "marker_type": 13, "subscription": "orders",
+                                                    "clusters": {"west": "9:4"}, "replicated_from": "east"},
+            msg("9:7", 3, "east", None, "p-own")]
+    return {"east": side("east", east, codes, {**sub("orders", "5:5", read="5:6"), **repl("west", "5:8")},
+                         ["west"], "5:-1"),
+            "west": side("west", west, codes, {**sub("orders", "9:4"), **repl("east", "9:7")}, ["east"], "9:-1")}
+
+
+def row(audit, source, target, sub_name="orders"):
+    (r,) = [r for r in audit.failover if (r["source_cluster"], r["target_cluster"], r["subscription"]) ==
+            (source, target, sub_name)]
+    return r
+
+
+def test_healthy_bidirectional():
+    a = audit_topic(T, healthy(Codes()), SETTINGS)
+    assert a.findings == []
+    ew, we = row(a, "east", "west"), row(a, "west", "east")
+    assert {k: ew[k] for k in ("compared", "only_on_source", "only_on_target", "redelivered", "skipped", "lost",
+                               "source_mdp", "target_mdp", "expected_target_mdp", "exact_target_mdp",
+                               "to_acknowledge_count", "complete", "window_from", "window_to")} == {
+        "compared": 5, "only_on_source": 0, "only_on_target": 0, "redelivered": 0, "skipped": 0, "lost": 0,
+        "source_mdp": "5:5", "target_mdp": "9:4", "expected_target_mdp": "9:4", "exact_target_mdp": "9:4",
+        "to_acknowledge_count": 0, "complete": True, "window_from": "5:-1", "window_to": "5:8"}
+    assert (we["redelivered"], we["skipped"], we["exact_target_mdp"], we["expected_target_mdp"]) == (0, 0, "5:5",
+                                                                                                     None)
+    snaps = {s["cluster"]: s for s in a.snapshots}
+    assert {k: snaps["east"][k] for k in ("requests", "responses", "snapshots", "updates", "unanswered_requests",
+                                          "timed_out", "newest_snapshot_age_s", "replicated_subscriptions")} == {
+        "requests": 1, "responses": 1, "snapshots": 1, "updates": 1, "unanswered_requests": 0, "timed_out": 0,
+        "newest_snapshot_age_s": 59, "replicated_subscriptions": 1}
+    assert (snaps["west"]["requests"], snaps["west"]["responses"], snaps["west"]["snapshots"]) == (0, 0, 0)
+
+
+def test_holes_and_target_ahead():
+    sides = healthy(Codes())
+    sides["east"].cursors["orders"] = Cursor("orders", "subscription", cursor_of("5:5", ["5:7..5:8"], "5:9"),
+                                             None, True)
+    sides["west"].cursors["orders"] = Cursor("orders", "subscription", cursor_of("9:5"), None, True)
+    a = audit_topic(T, sides, SETTINGS)
+    r = row(a, "east", "west")
+    assert (r["redelivered"], r["skipped"], r["lost"]) == (1, 1, 0)
+    assert json.loads(r["redelivered_ranges"]) == [["9:7", "9:7"]]
+    assert json.loads(r["skipped_ranges"]) == [["9:5", "9:5"]]
+    assert (r["exact_target_mdp"], json.loads(r["to_acknowledge"])) == ("9:4", ["9:7"])
+    got = sorted((f["check"], f["cluster"], f["entry_count"]) for f in a.findings)
+    # west -> east mirrors it: e2 acked on west only, e3 acked individually on east only.
+    assert got == [("pulsar.failover_redelivery", "east", 1), ("pulsar.failover_redelivery", "west", 1),
+                   ("pulsar.failover_skip", "east", 1), ("pulsar.failover_skip", "west", 1),
+                   ("pulsar.target_cursor_ahead", "east", 1)]
+
+
+def test_one_way_replication():
+    codes = Codes()
+    east = [msg("5:0", 0), msg("5:1", 1)]
+    west = [msg("9:0", 0, "east", "5:0", "p-own"), msg("9:1", 1, "east", "5:1", "p-own")]
+    sides = {"east": side("east", east, codes, {**sub("orders", "5:1", read="5:2"), **repl("west", "5:1")},
+                          ["west"], "5:-1"),
+             "west": side("west", west, codes, sub("orders", "9:-1"), (), "9:-1")}
+    a = audit_topic(T, sides, SETTINGS)
+    assert [(r["source_cluster"], r["target_cluster"]) for r in a.failover] == [("east", "west")]
+    assert (a.failover[0]["redelivered"], a.failover[0]["expected_target_mdp"]) == (2, None)
+    assert sorted((f["check"], f["subject"]) for f in a.findings) == [
+        ("pulsar.failover_redelivery", f"{T} sub=orders east->west"),
+        ("pulsar.replicated_subscription_one_way", f"{T} sub=orders east->west")]
+
+
+@pytest.mark.parametrize("west_has,from_start,rep_mdp,missing", [
+    ([0, 1, 3], False, "5:3", 1),          # e2 lost on the way
+    ([1, 3], False, "5:3", 1),             # e0 may be older than west's window: not judged
+    ([1, 3], True, "5:3", 2),              # west's window holds the whole topic: e0 is missing too
+    ([0, 1, 3], False, "5:1", 0),          # e2 not acked by the replicator yet
+    ([], False, "5:3", 0),                 # nothing seen on west: cannot tell
+])
+def test_message_missing_on_target(west_has, from_start, rep_mdp, missing):
+    codes = Codes()
+    east = [msg(f"5:{i}", i) for i in range(5)]
+    west = [msg(f"9:{k}", i, "east", f"5:{i}", "p-own") for k, i in enumerate(west_has)]
+    sides = {"east": side("east", east, codes, repl("west", rep_mdp), ["west"], "5:-1"),
+             "west": side("west", west, codes, repl("east", "9:-1"), ["east"], "9:-1", from_start=from_start)}
+    a = audit_topic(T, sides, SETTINGS)
+    got = [f["entry_count"] for f in a.findings if f["check"] == "pulsar.message_missing_on_target"]
+    assert got == ([missing] if missing else [])
+
+
+def test_three_clusters_and_incomplete_dump():
+    codes = Codes()
+    east = [msg("5:0", 7, "south", "2:0", "p-s"), msg("5:1", 8, "south", None, "p-s"), msg("5:2", 0)]
+    west = [msg("9:0", 8, "south", "2:1", "p-s"), msg("9:1", 7, "south", None, "p-s")]
+    sides = {"east": side("east", east, codes, {**sub("orders", "5:0", read="5:2"), **repl("west", "5:2")},
+                          ["west", "south"], "5:-1", complete=False),
+             "west": side("west", west, codes, {**sub("orders", "9:0"), **repl("east", "9:1")}, ["east"], "9:-1")}
+    a = audit_topic(T, sides, SETTINGS)
+    r = row(a, "east", "west")
+    # 5:0 (acked on east) = 9:1 (not acked on west); 5:1 (not acked) = 9:0 (acked on west, east dispatched it).
+    assert (r["compared"], r["only_on_source"], r["redelivered"], r["skipped"], r["lost"], r["complete"]) == (
+        2, 1, 1, 1, 0, False)
+    assert (r["exact_target_mdp"], r["to_acknowledge"]) == ("9:-1", '["9:1"]')
+    assert sorted({f["check"] for f in a.findings}) == ["pulsar.failover_redelivery", "pulsar.failover_skip"]
+
+
+def test_acks_below_mark_delete_and_replicator_state():
+    codes = Codes()
+    sides = {"east": side("east", [msg("5:0", 0)], codes, {
+        **sub("orders", "5:4", ["5:2..5:6"], replicated=False), **repl("west", "5:0")}, [], "5:-1")}
+    sides["east"].replication = {"west": (False, 5000)}
+    a = audit_topic(T, sides, SETTINGS)
+    assert sorted((f["check"], f["cluster"], f["entry_count"]) for f in a.findings) == [
+        ("pulsar.acks_below_mark_delete", "east", None), ("pulsar.replicator_backlog", "east", 5000),
+        ("pulsar.replicator_disconnected", "east", None)]
+    assert a.failover == [] and a.snapshots[0]["replicated_subscriptions"] == 0
