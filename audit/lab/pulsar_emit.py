@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import urllib.parse
-from typing import Any
 
 from audit.collectors.base import CollectionReport, RawSink
 from audit.config.model import PulsarDump
@@ -98,8 +97,3 @@ def emit_cluster(world: World, cluster: str, sink: RawSink, dump: PulsarDump | N
         emit_topic(world, topic, sink, dump or PulsarDump(), report)
     return report
 
-
-def describe(world: World) -> dict[str, Any]:
-    """A compact summary of the world (for logs and docs)."""
-    return {c: {"topics": len(world.clusters[c].topics),
-                "entries": sum(len(t.ml.entries) for t in world.topics_of(c))} for c in world.cluster_names}

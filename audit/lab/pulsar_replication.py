@@ -37,7 +37,6 @@ class Replicator:
         self._tokens = 0.0
         self._tokens_at = now
         self.sent_times: list[int] = []
-        self.bytes_out = 0
         self.poller: Poller | None = None
         local.replicators[self.remote_name] = self
 
@@ -99,7 +98,6 @@ class Replicator:
             self.remote.receive_replicated(original, self.local.cluster_name, add_position)
             self.cursor.ack(idx, now)
             self.sent_times.append(now)
-            self.bytes_out += len(original.payload)
         self._in_flight = False
         self.poller.wake()
 

@@ -48,7 +48,6 @@ class Topic:
         self.bytes_in = 0
         self.in_times: list[int] = []
         self.remote_in: dict[str, int] = {}
-        self.markers_written: dict[int, int] = {}
         self.readers: list[Poller] = []  # replicators and dispatchers waiting for new entries
         cluster.topics[name] = self
 
@@ -99,7 +98,6 @@ class Topic:
         entry = self.ml.append(self.clock.now, size, producer_name=MARKER_PRODUCER, sequence_id=0,
                                publish_ms=self.clock.now, payload=payload, replicate_to=replicate_to,
                                marker_type=marker_type, marker=info)
-        self.markers_written[marker_type] = self.markers_written.get(marker_type, 0) + 1
         self._added(entry, size)
         return entry
 
