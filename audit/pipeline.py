@@ -172,8 +172,11 @@ def validate(ctx: RunContext) -> dict:
 
     spark = ctx.spark()
     with ctx.staging() as st:
-        tables = {"bk_ledger_replicas": st.fetch("metrics") / "bk_ledger_replicas",
+        metrics = st.fetch("metrics")
+        tables = {"bk_ledger_replicas": metrics / "bk_ledger_replicas",
                   "violations": st.fetch("findings") / "violations"}
+        if (metrics / "pulsar_failover").is_dir():  # the Pulsar suites apply only to runs with Pulsar evidence
+            tables["pulsar_failover"] = metrics / "pulsar_failover"
         dfs = {name: spark.read.parquet(str(path)) for name, path in tables.items()}
         docs = st.dir("reports", "data_docs")
         outcome = run_validations(spark, dfs, project_dir=_expectations_dir(), docs_dir=docs)
@@ -203,7 +206,9 @@ def report(ctx: RunContext) -> dict:
         # Where a person opens the report: the store URI plus the key (a local path for file:// stores).
         report_prefix = ctx.estate.store.uri.rstrip("/") + "/" + ctx.writer.key("reports") + "/"
         summary = build_run_report(st.root, estate=ctx.estate.name, run_id=ctx.run_id,
-                                   attempt_id=ctx.attempt_id, report_prefix=report_prefix)
+                                   attempt_id=ctx.attempt_id, report_prefix=report_prefix,
+                                   pulsar_admin_urls={c.name: c.admin_url for c in ctx.estate.pulsar
+                                                      if c.admin_url})
     ctx.writer.publish(summary)
     return summary
 
