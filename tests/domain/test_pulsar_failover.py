@@ -1,6 +1,7 @@
 """Failover of one subscription from x to y: counts, target ranges, exact target markDeletePosition, acks."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from audit.domain.pulsar.failover import failover
@@ -95,3 +96,48 @@ def test_acknowledge_count_is_the_full_count():
 def test_unknown_read_position_loses_nothing():
     fo = run(x_msgs(5), y_copies(5), cursor_of("5:1"), cursor_of("9:4"), "9:4")
     assert (fo.skipped, fo.lost) == (3, 0)
+
+
+def inferred(xs, ys, cx, cy, x_sent=None, y_sent=None, y_from_start=False, fallback=None):
+    codes = Codes()
+    x, y = window_of("x", xs, codes), window_of("y", ys, codes)
+    mask = lambda w, v: None if v is None else np.array([v] * len(w), dtype=bool)  # noqa: E731
+    return failover(x, y, match(x, y), cx, cy, target_from=P("9:-1"), source_sent=mask(x, x_sent),
+                    target_sent=mask(y, y_sent), target_from_start=y_from_start,
+                    fallback=P(fallback) if fallback else None)
+
+
+def test_source_messages_below_the_target_window_are_skipped():
+    """y's window starts after y's consumer acked 5:0..5:2 (their copies are older than it): x never acked
+    5:1, 5:2, so failing over skips them; where on y is unknown, so the reset point is the PIP-33 one."""
+    xs, ys = x_msgs(5), y_copies(2, ledger=9, src_ledger=5)
+    ys = [{**r, "source_position": f"5:{i + 3}", "sequence": i + 3} for i, r in enumerate(ys)]
+    fo = inferred(xs, ys, cursor_of("5:0", read="5:2"), cursor_of("9:-1"), x_sent=True, fallback="8:7")
+    assert (fo.compared, fo.only_on_source, fo.skipped, fo.lost, fo.redelivered) == (5, 0, 2, 1, 0)
+    assert (fo.skipped_ranges, fo.exact_target_mdp, fo.exact_known, fo.target_moves_backward) == ((), P("8:7"),
+                                                                                                  False, True)
+    # Not sent by x's replicator yet: only on x. Sent, but y's window holds the whole topic: missing, not below.
+    for kw in ({"x_sent": False}, {"x_sent": None}, {"x_sent": True, "y_from_start": True}):
+        fo = inferred(xs, ys, cursor_of("5:0", read="5:2"), cursor_of("9:-1"), **kw)
+        assert (fo.compared, fo.only_on_source, fo.skipped, fo.exact_known) == (2, 3, 0, True), kw
+
+
+def test_after_the_first_delivered_copy_a_missing_message_is_not_below():
+    xs = x_msgs(4)
+    ys = [{"pos": "9:0", "producer": "p", "sequence": 1, "replicated_from": "x", "source_position": "5:1"},
+          {"pos": "9:1", "producer": "p", "sequence": 3, "replicated_from": "x", "source_position": "5:3"}]
+    fo = inferred(xs, ys, cursor_of("5:-1", read="5:0"), cursor_of("9:1"), x_sent=True)
+    # 5:0 is below y's window (acked there: skipped); 5:2 went missing after 5:1 was delivered.
+    assert (fo.compared, fo.only_on_source, fo.skipped) == (3, 1, 3)
+
+
+def test_target_messages_below_the_source_window_are_redelivered():
+    """x's window starts after x's consumer acked 5:0, 5:1; y still holds their copies, unacked."""
+    xs = [{"pos": "5:2", "producer": "p", "sequence": 2}]
+    fo = inferred(xs, y_copies(3), cursor_of("5:1", read="5:3"), cursor_of("9:-1"))
+    assert (fo.compared, fo.redelivered, fo.redelivered_ranges, fo.exact_target_mdp) == (
+        3, 2, ((P("9:0"), P("9:1")),), P("9:1"))
+    # y's own messages: on x once y's replicator sent them.
+    ys = [{"pos": f"9:{i}", "producer": "q", "sequence": i} for i in range(2)]
+    assert inferred([], ys, cursor_of("5:1"), cursor_of("9:-1"), y_sent=True).redelivered == 2
+    assert inferred([], ys, cursor_of("5:1"), cursor_of("9:-1"), y_sent=False).redelivered == 0

@@ -30,38 +30,47 @@ EXPECT = [
      "5:10", "5:11", 10, ("9:4", "update", "9:4")),
     ("update-copy-from-elsewhere-is-not-ours", [update("5:8", "9:4", replicated_from="z")], "5:10", "5:11", 10,
      (None, None, None)),
+    ("updates-justify-up-to-the-newest-snapshot-below-mdp", [update("5:4", "9:2"), snap("5:6", "5:5", "9:6"),
+                                                             snap("5:12", "5:11", "9:9")], "5:10", "5:13", 10,
+     ("9:2", "update", "9:6")),
     ("update-preferred-over-newer-snapshot", [update("5:4", "9:2"), snap("5:6", "5:5", "9:6")], "5:10", "5:11", 10,
      ("9:2", "update", "9:6")),
     ("read-snapshot-below-mdp", [snap("5:2", "5:1", "9:1"), snap("5:6", "5:5", "9:6"), snap("5:12", "5:11", "9:9")],
-     "5:10", "5:13", 10, ("9:6", "snapshot", "9:6")),
+     "5:10", "5:13", 10, ("9:6", "snapshot", None)),
     ("snapshot-not-read-yet-falls-back", [snap("5:2", "5:1", "9:1"), snap("5:6", "5:5", "9:6")], "5:10", "5:5", 10,
-     ("9:1", "snapshot", "9:6")),
-    ("unknown-read-position-means-read", [snap("5:6", "5:5", "9:6")], "5:10", None, 10, ("9:6", "snapshot", "9:6")),
+     ("9:1", "snapshot", None)),
+    ("unknown-read-position-means-read", [snap("5:6", "5:5", "9:6")], "5:10", None, 10, ("9:6", "snapshot", None)),
     ("evicted-by-later-reads", [snap("5:6", "5:5", "9:6"), snap("5:12", "5:11", "9:8"), snap("5:14", "5:13", "9:9")],
-     "5:10", "5:20", 2, (None, None, "9:6")),
+     "5:10", "5:20", 2, (None, None, None)),
     ("kept-under-the-limit", [snap("5:6", "5:5", "9:6"), snap("5:12", "5:11", "9:8"), snap("5:14", "5:13", "9:9")],
-     "5:10", "5:20", 3, ("9:6", "snapshot", "9:6")),
+     "5:10", "5:20", 3, ("9:6", "snapshot", None)),
     ("snapshot-not-naming-target", [{"pos": "5:6", "marker_type": 12, "snapshot_id": "a", "local": "5:5",
                                      "clusters": {"z": "2:2"}}], "5:10", "5:11", 10, (None, None, None)),
     ("snapshot-local-above-mdp", [snap("5:12", "5:11", "9:9")], "5:10", "5:13", 10, (None, None, None)),
-    ("local-equal-to-mdp-applies", [snap("5:12", "5:10", "9:9")], "5:10", "5:13", 10, ("9:9", "snapshot", "9:9")),
+    ("local-equal-to-mdp-applies", [snap("5:12", "5:10", "9:9")], "5:10", "5:13", 10, ("9:9", "snapshot", None)),
     ("spans-ledgers", [snap("5:99", "5:98", "9:5"), snap("8:0", "7:-1", "12:3")], "8:4", "8:5", 10,
-     ("12:3", "snapshot", "12:3")),
+     ("12:3", "snapshot", None)),
 ]
 
 
 @pytest.mark.parametrize("recs,mdp,read,limit,expected", [c[1:] for c in EXPECT], ids=[c[0] for c in EXPECT])
 def test_expect_target(recs, mdp, read, limit, expected):
-    e = expect_target(markers(recs), "orders", "y", P(mdp), P(read) if read else None, cache_limit=limit)
+    e = expect_target(markers(recs), "orders", "x", "y", P(mdp), P(read) if read else None, cache_limit=limit)
     as_text = lambda p: None if p is None else str(p)  # noqa: E731
     assert (as_text(e.expected), e.basis, as_text(e.justified)) == expected
 
 
-def test_updates_the_target_received_from_a_third_cluster_justify_it():
-    target = markers([update("9:20", "9:15", replicated_from="z"), update("9:21", "9:30", sub="other",
-                                                                          replicated_from="z")])
-    e = expect_target(markers([snap("5:6", "5:5", "9:6")]), "orders", "y", P("5:10"), None, target_markers=target)
-    assert (str(e.expected), str(e.justified)) == ("9:6", "9:15")
+def test_updates_seen_on_the_target():
+    """Y holds a copy of X's UPDATE (X's own is below X's window) and one from a third cluster z."""
+    target = markers([update("9:20", "9:4", replicated_from="x"), update("9:21", "9:15", replicated_from="z"),
+                      update("9:22", "9:30", sub="other", replicated_from="z")])
+    e = expect_target(markers([snap("5:6", "5:5", "9:6")]), "orders", "x", "y", P("5:10"), None,
+                      target_markers=target)
+    assert (str(e.expected), e.basis, str(e.justified)) == ("9:4", "update", "9:15")
+    only_z = markers([update("9:21", "9:15", replicated_from="z")])
+    e = expect_target(markers([snap("5:6", "5:5", "9:6")]), "orders", "x", "y", P("5:10"), None,
+                      target_markers=only_z)
+    assert (str(e.expected), e.basis, e.justified) == ("9:6", "snapshot", None)   # x predicts nothing
 
 
 def target_window():

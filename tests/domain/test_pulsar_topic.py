@@ -137,7 +137,7 @@ def test_three_clusters_and_incomplete_dump():
     codes = Codes()
     east = [msg("5:0", 7, "south", "2:0", "p-s"), msg("5:1", 8, "south", None, "p-s"), msg("5:2", 0)]
     west = [msg("9:0", 8, "south", "2:1", "p-s"), msg("9:1", 7, "south", None, "p-s")]
-    sides = {"east": side("east", east, codes, {**sub("orders", "5:0", read="5:2"), **repl("west", "5:2")},
+    sides = {"east": side("east", east, codes, {**sub("orders", "5:0", read="5:2"), **repl("west", "5:1")},
                           ["west", "south"], "5:-1", complete=False),
              "west": side("west", west, codes, {**sub("orders", "9:0"), **repl("east", "9:1")}, ["east"], "9:-1")}
     a = audit_topic(T, sides, SETTINGS)

@@ -1,17 +1,29 @@
 """What a failover of one subscription from source cluster X to target cluster Y would do
-(docs/pulsar-contracts.md "Failover semantics"), over the messages present on both windows:
-  redelivered = acked on X, not acked on Y;  skipped = acked on Y, not acked on X;
+(docs/pulsar-contracts.md "Failover semantics"):
+  redelivered = on both, acked on X, not acked on Y;  skipped = on both, acked on Y, not acked on X;
   lost = skipped and at or after X's readPosition (X never dispatched it).
-Ranges are inclusive runs of TARGET positions over the target's message sequence (markers between two
-flagged messages do not split a run: they are not messages).
 
-The exact target markDeletePosition: should_be_acked(m) = acked on X when m has a copy on X, else acked
-on Y. It is the highest position P such that every target message <= P should be acked: just before the
-first target message that should not be (L:E-1; L:-1 when E = 0), or the end of the target window when
-every message should be. A cursor at a position with no target message between it and P behaves exactly
-like one at P, so when the current target markDeletePosition is such a position it is kept (only markers lie
-between them): a reset is planned only when it changes what the consumer receives. After the reset, the
-target messages after P that should be acked are acknowledged individually (`to_acknowledge`)."""
+"On both" covers more than the messages found in both dump windows. Each window starts at the smallest
+markDeletePosition of the cluster's replicated subscriptions and replicator cursors, so a message that is on
+a cluster but older than its window has been acked there by every such cursor. A message missing from one
+window is on that cluster (below the window) when it was published there, or when the other side's replicator
+to it has acked it and it precedes every message that replicator delivered into the window; it is then acked
+on that cluster. Otherwise (not replicated yet, or from a third cluster)
+it is on one side only and counts in only_on_source / only_on_target.
+
+Ranges are inclusive runs of TARGET positions over the target's message sequence (markers between two
+flagged messages do not split a run: they are not messages); a skipped message below the target window has
+no known target position and is counted but not in a range.
+
+The exact target markDeletePosition: should_be_acked(m) = acked on X when m is on X, else acked on Y. It is the
+highest position P such that every target message <= P should be acked: just before the first target
+message that should not be (L:E-1; L:-1 when E = 0), or the end of the target window when every message
+should be. A cursor at a position with no target message between it and P behaves exactly like one at P, so
+when the current target markDeletePosition is such a position it is kept (only markers lie between them). When
+that first message lies below the target window (a skip the window cannot place), P is not knowable from the
+dump: `fallback` (the PIP-33 expectation, where every message is acked on X) is used, else the window start,
+and `exact_known` is False. After the reset, the target messages after P that should be acked are acknowledged
+individually (`to_acknowledge`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,6 +50,7 @@ class Failover:
     redelivered_ranges: Ranges
     skipped_ranges: Ranges
     exact_target_mdp: Position
+    exact_known: bool                        # False: the reset point lies below the target window
     to_acknowledge: tuple[Position, ...]     # the first MAX_ACKNOWLEDGE, in position order
     to_acknowledge_count: int
     target_moves_backward: bool              # the reset moves the target cursor back (it acked too much)
@@ -55,28 +68,57 @@ def _messages_between(target: Window, msg_cum: np.ndarray, a: Position, b: Posit
     return at(hi) - at(lo)
 
 
+def _below_other_window(w: Window, unmatched: np.ndarray, other_code: int, sent: np.ndarray | None,
+                        other_from_start: bool) -> np.ndarray:
+    """Messages of window `w` missing from the other cluster's window but on it below that window: published
+    there, or published here and acked by this cluster's replicator to it (`sent`). The replicator sends in
+    this cluster's order, so a message published here can only be older than the other window if it comes
+    before the first one whose copy the other window holds (after that it is missing: a replication loss,
+    not a failover question), and never when the other window holds the whole topic."""
+    below = unmatched & ~w.marker & (w.origin == other_code)
+    if sent is not None and not other_from_start:
+        own = (w.origin == w.cluster_code) & ~w.marker
+        seen = np.flatnonzero(own & ~unmatched)
+        limit = int(seen[0]) if seen.size else len(w)
+        below[:limit] |= (own & unmatched & sent)[:limit]
+    return below
+
+
 def failover(source: Window, target: Window, m: Match, source_cursor: CursorAcks, target_cursor: CursorAcks, *,
-             target_end: Position | None = None, source_acked: np.ndarray | None = None,
-             target_acked: np.ndarray | None = None, max_acknowledge: int = MAX_ACKNOWLEDGE) -> Failover:
-    """`m` = identity.match(source, target). `target_end` = the last position of the target window (its dump
-    `to`); the acked masks may be passed in when already computed for the same cursors."""
+             target_end: Position | None = None, target_from: Position | None = None,
+             source_acked: np.ndarray | None = None, target_acked: np.ndarray | None = None,
+             source_sent: np.ndarray | None = None, target_sent: np.ndarray | None = None,
+             source_from_start: bool = False, target_from_start: bool = False, fallback: Position | None = None,
+             max_acknowledge: int = MAX_ACKNOWLEDGE) -> Failover:
+    """`m` = identity.match(source, target). `target_from` / `target_end` = the target window's bounds (dump
+    `from`, exclusive, and `to`). `source_sent` / `target_sent` = acked masks of X's replicator to Y over X's
+    window and of Y's replicator to X over Y's window (None: no such replicator); `*_from_start`: that window
+    holds the whole topic. The acked masks of the subscription's cursors may be passed in when computed."""
     a_x = acked_mask(source.index, source_cursor) if source_acked is None else source_acked
     a_y = acked_mask(target.index, target_cursor) if target_acked is None else target_acked
     src = m.target_source
     matched = src != NONE
-    on_x = np.zeros(len(target), dtype=bool)
+    y_below_x = _below_other_window(target, ~matched, source.cluster_code, target_sent, source_from_start)
+    x_below_y = _below_other_window(source, ~m.source_on_target, target.cluster_code, source_sent,
+                                    target_from_start)
+    on_x = y_below_x.copy()                              # below X's window: acked there
     on_x[matched] = a_x[src[matched]]
-    red = matched & on_x & ~a_y
+    known = matched | y_below_x
+    red = known & on_x & ~a_y
     skip = matched & a_y & ~on_x
+    skip_below = x_below_y & ~a_x
     lost = 0
     if source_cursor.read_position is not None:
         dispatched = source.index.count_below(source_cursor.read_position)   # source rows < readPosition
-        lost = int(np.count_nonzero(skip & (src >= dispatched)))
+        lost = int(np.count_nonzero(skip & (src >= dispatched))) + int(np.count_nonzero(skip_below[dispatched:]))
     msg = ~target.marker
     messages = np.flatnonzero(msg)
-    should = np.where(matched, on_x, a_y) & msg
+    should = np.where(known, on_x, a_y) & msg
     bad = msg & ~should
-    if bad.any():
+    exact_known = not skip_below.any()
+    if not exact_known:
+        exact = fallback if fallback is not None else (target_from or target_cursor.mark_delete)
+    elif bad.any():
         first = int(np.argmax(bad))
         exact = Position(int(target.ledger[first]), int(target.entry[first]) - 1)
     elif target_end is not None:
@@ -86,13 +128,16 @@ def failover(source: Window, target: Window, m: Match, source_cursor: CursorAcks
     else:
         exact = target_cursor.mark_delete
     current = target_cursor.mark_delete
-    if exact != current and _messages_between(target, np.cumsum(msg), exact, current) == 0:
+    if exact_known and exact != current and _messages_between(target, np.cumsum(msg), exact, current) == 0:
         exact = current
     after = target.index.count_at_or_below(exact)
     acks = np.flatnonzero(should[after:]) + after
+    n_y_below, n_x_below = int(np.count_nonzero(y_below_x)), int(np.count_nonzero(x_below_y))
     return Failover(
-        compared=m.compared, only_on_source=m.only_on_source, only_on_target=m.only_on_target,
-        redelivered=int(np.count_nonzero(red)), skipped=int(np.count_nonzero(skip)), lost=lost,
+        compared=m.compared + n_y_below + n_x_below, only_on_source=m.only_on_source - n_x_below,
+        only_on_target=m.only_on_target - n_y_below, redelivered=int(np.count_nonzero(red)),
+        skipped=int(np.count_nonzero(skip)) + int(np.count_nonzero(skip_below)), lost=lost,
         redelivered_ranges=_ranges(target, messages, red), skipped_ranges=_ranges(target, messages, skip),
-        exact_target_mdp=exact, to_acknowledge=tuple(target.position(int(i)) for i in acks[:max_acknowledge]),
+        exact_target_mdp=exact, exact_known=exact_known,
+        to_acknowledge=tuple(target.position(int(i)) for i in acks[:max_acknowledge]),
         to_acknowledge_count=int(acks.size), target_moves_backward=exact < current)

@@ -1,9 +1,10 @@
 """Replicated subscriptions (PIP-33, formats.md §2.6) read back from the source's marker entries.
 
 Expected target markDeletePosition for subscription S, source X, target Y (the "audit mapping rule"):
-  1. The newest UPDATE for S that X itself wrote (marker 13, not a replicated copy) and that names Y: it
-     carries exactly the position Y was told to cumulatively ack. An UPDATE is only written when S's
-     markDeletePosition passed a cached snapshot, so it is always justified by a snapshot <= the source MDP.
+  1. The newest UPDATE for S naming Y that X wrote (marker 13 in X's window, not a replicated copy, or its
+     copy from X in Y's window): it carries exactly the position Y was told to cumulatively ack. An UPDATE is
+     only written when S's markDeletePosition passed a cached snapshot, so it is always justified by a
+     snapshot <= the source MDP.
   2. With no such UPDATE in the dump: s* = the newest SNAPSHOT written by X (naming Y) whose
      local_message_id <= the source MDP and that S can have cached: its dispatcher must have read the
      marker (marker position < S's readPosition on X), and fewer than `cache_limit` snapshots read after it
@@ -11,10 +12,13 @@ Expected target markDeletePosition for subscription S, source X, target Y (the "
      default 10; the newer list cache (default 30) keeps at least that many, so pass 30 for those brokers).
      The expectation is s*.clusters[Y].
   3. Otherwise none (null): no snapshot applies.
-What the target MDP may justifiably reach is the highest Y position of any snapshot of X with
-local_message_id <= the source MDP, of X's UPDATEs for S, and of UPDATE copies for S naming Y that the
-target received from any cluster (a third cluster's consumers move Y too). A target cursor past that, over
-at least one target message, was moved by acks made on the target itself (target_cursor_ahead)."""
+Target cursor ahead: PIP-33 only ever moves Y's cursor to positions carried by UPDATEs, so a source that
+sent no UPDATE for S (none in X's window, no copy from X in Y's window) predicts nothing and nothing is
+claimed (this keeps one-sided and reverse pairs quiet). Otherwise Y's markDeletePosition may justifiably reach
+the highest Y position among X's UPDATEs for S, the newest snapshot of X with local_message_id <= the source
+MDP (an UPDATE for it may still be pending) and UPDATE copies for S naming Y that Y received from a third
+cluster (its consumers move Y too). Past that, over at least one target message, the target's own consumers
+acked (target_cursor_ahead)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,20 +45,27 @@ def _own(markers: Iterable[Marker], marker_type: int) -> list[Marker]:
     return [m for m in markers if m.marker_type == marker_type and m.replicated_from is None]
 
 
-def expect_target(source_markers: Sequence[Marker], subscription: str, target: str, source_mdp: Position,
-                  source_read: Position | None, *, cache_limit: int = DEFAULT_CACHE_LIMIT,
+def _updates(markers: Iterable[Marker], subscription: str, target: str, sender: str | None) -> list[Position]:
+    """Target positions of UPDATEs for `subscription` naming `target`: written here (sender None) or copies
+    received from `sender` ("*": from any other cluster)."""
+    return [m.clusters[target] for m in markers if m.marker_type == UPDATE and m.subscription == subscription
+            and target in m.clusters and (m.replicated_from == sender or (sender == "*" and m.replicated_from))]
+
+
+def expect_target(source_markers: Sequence[Marker], subscription: str, source: str, target: str,
+                  source_mdp: Position, source_read: Position | None, *, cache_limit: int = DEFAULT_CACHE_LIMIT,
                   target_markers: Sequence[Marker] = ()) -> Expectation:
     snapshots = sorted((m for m in _own(source_markers, SNAPSHOT) if m.local is not None and target in m.clusters),
                        key=lambda m: m.position)
-    updates = sorted((m for m in _own(source_markers, UPDATE)
-                      if m.subscription == subscription and target in m.clusters), key=lambda m: m.position)
-    eligible = [s for s in snapshots if s.local <= source_mdp]
-    told = [m.clusters[target] for m in target_markers if m.marker_type == UPDATE and
-            m.replicated_from is not None and m.subscription == subscription and target in m.clusters]
-    bounds = told + [m.clusters[target] for m in updates[-1:] + eligible[-1:]]
-    justified = max(bounds) if bounds else None
-    if updates:
-        return Expectation(updates[-1].clusters[target], "update", justified)
+    sent = _updates(source_markers, subscription, target, None) + _updates(target_markers, subscription, target,
+                                                                            source)
+    justified = None
+    if sent:
+        others = _updates(target_markers, subscription, target, "*")
+        eligible = [s.clusters[target] for s in snapshots if s.local <= source_mdp]
+        justified = max(sent + others + eligible[-1:])
+    if sent:
+        return Expectation(max(sent), "update", justified)   # successive UPDATEs only move forward
     read = [s for s in snapshots if source_read is None or s.position < source_read]
     cached = [s for s in read if s.local <= source_mdp]
     if cached:
@@ -81,7 +92,7 @@ class SnapshotHealth:
     snapshots: int                 # complete snapshots it wrote
     updates: int                   # UPDATEs it wrote (its subscriptions advanced past a snapshot)
     unanswered_requests: int       # requested snapshot ids without their SNAPSHOT in the window
-    timed_out: int                 # of those, requested > 30 s before the newest publish time
+    timed_out: int                 # of those, requested > 30 s before "now"
     newest_snapshot_age_s: int | None
     unsnapshotted_since_ms: int | None   # oldest data published after the newest snapshot (None: none)
     now_ms: int | None
@@ -90,7 +101,9 @@ class SnapshotHealth:
 def snapshot_health(window: Window, as_of_ms: int | None = None,
                     timeout_ms: int = SNAPSHOT_TIMEOUT_MS) -> SnapshotHealth:
     """Counts from one cluster's window. A second-round request reuses the snapshot id, so unanswered and
-    timed-out requests are counted per snapshot id (dated by its first request)."""
+    timed-out requests are counted per snapshot id (dated by its first request). "Now" is the newest publish
+    time in the window, or as_of_ms when later: a request pending 30 s before the audit's reference time has
+    expired even if nothing was published after it."""
     requests, snapshots = _own(window.markers, REQUEST), _own(window.markers, SNAPSHOT)
     responses = [m for m in window.markers if m.marker_type == RESPONSE and m.replicated_from is not None]
     times = window.publish_time[window.publish_time != NONE]
@@ -100,9 +113,8 @@ def snapshot_health(window: Window, as_of_ms: int | None = None,
     for r in requests:
         if r.snapshot_id not in done and r.snapshot_id not in first_asked:
             first_asked[r.snapshot_id] = r.publish_time_ms
-    timed_out = sum(1 for t in first_asked.values() if t is not None and newest is not None
-                    and newest - t > timeout_ms)
-    now = as_of_ms if as_of_ms is not None else newest
+    now = newest if as_of_ms is None else max(as_of_ms, newest or as_of_ms)
+    timed_out = sum(1 for t in first_asked.values() if t is not None and now is not None and now - t > timeout_ms)
     snap_times = [s.publish_time_ms for s in snapshots if s.publish_time_ms is not None]
     last_snap = max(snap_times) if snap_times else None
     age = (now - last_snap) // 1000 if last_snap is not None and now is not None else None

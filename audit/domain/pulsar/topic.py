@@ -159,20 +159,25 @@ def _pairs(topic: str, x: ClusterSide, y: ClusterSide, m: Match, acked, settings
            facts: list) -> list[dict]:
     rows = []
     y_subs = y.subscriptions()
+    x_rep, y_rep = x.replicator(y.cluster), y.replicator(x.cluster)
+    x_sent = acked(x, x_rep) if x_rep is not None else None
+    y_sent = acked(y, y_rep) if y_rep is not None else None
     for sub, cx in sorted(x.subscriptions().items()):
         cy = y_subs.get(sub)
         if cy is None:
             continue
-        fo = failover(x.window, y.window, m, cx.acks, cy.acks, target_end=y.dump_to,
-                      source_acked=acked(x, cx), target_acked=acked(y, cy), max_acknowledge=settings.max_acknowledge)
         replicated = x.is_replicated(sub)
         exp = pip33.Expectation(None, None, None)
-        ahead = 0
         if replicated:
-            exp = pip33.expect_target(x.window.markers, sub, y.cluster, cx.acks.mark_delete, cx.acks.read_position,
-                                      cache_limit=settings.cache_limit, target_markers=y.window.markers)
-            ahead = pip33.messages_ahead(y.window, cy.acks.mark_delete, exp.justified)
-        complete = x.complete and y.complete and _covers(x, cx) and _covers(y, cy)
+            exp = pip33.expect_target(x.window.markers, sub, x.cluster, y.cluster, cx.acks.mark_delete,
+                                      cx.acks.read_position, cache_limit=settings.cache_limit,
+                                      target_markers=y.window.markers)
+        fo = failover(x.window, y.window, m, cx.acks, cy.acks, target_end=y.dump_to, target_from=y.dump_from,
+                      source_acked=acked(x, cx), target_acked=acked(y, cy), source_sent=x_sent, target_sent=y_sent,
+                      source_from_start=x.from_start, target_from_start=y.from_start, fallback=exp.expected,
+                      max_acknowledge=settings.max_acknowledge)
+        ahead = pip33.messages_ahead(y.window, cy.acks.mark_delete, exp.justified) if replicated else 0
+        complete = x.complete and y.complete and _covers(x, cx) and _covers(y, cy) and fo.exact_known
         row = {
             "run_id": settings.run_id, "topic": topic, "subscription": sub, "source_cluster": x.cluster,
             "target_cluster": y.cluster, "replicated": replicated, "source_mdp": str(cx.acks.mark_delete),
@@ -188,7 +193,7 @@ def _pairs(topic: str, x: ClusterSide, y: ClusterSide, m: Match, acked, settings
         evidence = {k: row[k] for k in ("source_mdp", "target_mdp", "expected_target_mdp", "exact_target_mdp",
                                         "complete")}
         evidence.update(expected_basis=exp.basis, justified_target_mdp=_pos(exp.justified),
-                        target_moves_backward=fo.target_moves_backward)
+                        target_moves_backward=fo.target_moves_backward, exact_known=fo.exact_known)
         facts.append(checks.PairFacts(topic, sub, x.cluster, y.cluster, replicated, fo.redelivered, fo.skipped,
                                       fo.lost, ahead, evidence))
     return rows
