@@ -2,8 +2,9 @@
 
 Every raw file (dump chunks included, 1e5+ lines per topic) is decoded in the executors by
 pulsar_normalize_rows.decode_file inside mapInArrow; the driver only lists files. Partial rows are joined
-here: topics = stats-internal + dump.json, subscriptions = stats + replicatedSubscriptionStatus, and a
-cursor is `replicated` by its property or by its subscription's `isReplicated` in stats."""
+here: topics = stats-internal + dump.json, subscriptions = stats (flags and consumption evidence) +
+replicatedSubscriptionStatus, and a cursor is `replicated` by its property or by its subscription's
+`isReplicated` in stats."""
 from __future__ import annotations
 
 import os
@@ -47,7 +48,8 @@ GAPS = _struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entry_id", L), 
 REPLICATION = _struct(("cluster", S), ("topic", S), ("remote_cluster", S), ("connected", B),
                       ("replication_backlog", L), ("replication_delay_s", L), ("msg_rate_out", D), ("source_key", S))
 SUBSCRIPTIONS = _struct(("cluster", S), ("topic", S), ("subscription", S), ("is_replicated", B), ("is_durable", B),
-                        ("replicated_status", MapType(S, B)), ("source_key", S))
+                        ("replicated_status", MapType(S, B)), ("consumers", I), ("msg_out_counter", L),
+                        ("last_consumed_ms", L), ("consumed_here", B), ("source_key", S))
 QUARANTINE = _struct(("system", S), ("cluster", S), ("source_key", S), ("payload_kind", S), ("reason", S))
 SCHEMAS = {rows.TOPICS: TOPICS, rows.LEDGERS: LEDGERS, rows.CURSORS: CURSORS, rows.ENTRIES: ENTRIES,
            rows.GAPS: GAPS, rows.REPLICATION: REPLICATION, rows.SUBSCRIPTIONS: SUBSCRIPTIONS,
@@ -135,7 +137,8 @@ def normalize_pulsar(spark: SparkSession, raw_dir: str) -> Tables:
                     keys, "full")
               .withColumn("source_key", F.coalesce("_k1", "_k2")))  # stats-internal's key when there is one
     sub_keys = keys + ["subscription"]
-    subscriptions = (part(rows.SUBSCRIPTIONS, sub_keys + ["is_replicated", "is_durable", "source_key"])
+    usage = ["consumers", "msg_out_counter", "last_consumed_ms", "consumed_here"]  # null: no stats entry
+    subscriptions = (part(rows.SUBSCRIPTIONS, sub_keys + ["is_replicated", "is_durable"] + usage + ["source_key"])
                      .withColumnRenamed("source_key", "_k1")
                      .join(part(rows.SUB_STATUS, sub_keys + ["replicated_status", "source_key"])
                            .withColumnRenamed("source_key", "_k2"), sub_keys, "full")

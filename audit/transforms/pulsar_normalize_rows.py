@@ -116,7 +116,10 @@ def _stats(cluster: str, topic: str, below: list[str], key: str, data: bytes) ->
                             "source_key": key}
     for s in ts.subscriptions.values():
         yield SUBSCRIPTIONS, {"cluster": cluster, "topic": topic, "subscription": s.name,
-                              "is_replicated": s.is_replicated, "is_durable": s.is_durable, "source_key": key}
+                              "is_replicated": s.is_replicated, "is_durable": s.is_durable,
+                              "consumers": s.consumers, "msg_out_counter": s.msg_out_counter,
+                              "last_consumed_ms": s.last_consumed_ms, "consumed_here": s.consumed_here,
+                              "source_key": key}
 
 
 def _repl_status(cluster: str, topic: str, below: list[str], key: str, data: bytes) -> Iterator[Row]:

@@ -80,6 +80,48 @@ def test_stats_real_05_subscription_fragment():
     ts = decode_topic_stats(('{"subscriptions": {' + frag + "}}}").encode(), "05")  # braces cut off as published
     s = ts.subscriptions["sub-1"]
     assert (s.msg_backlog, s.is_replicated, s.is_durable) == (1150, None, None)
+    # cut off before `consumers`/`lastConsumedTimestamp`, no msgOutCounter: consumption unknown, not "unused"
+    assert (s.consumers, s.msg_out_counter, s.last_consumed_ms, s.consumed_here) == (None, None, None, None)
+
+
+def _consumer(name: str, out: int, last: int) -> dict:
+    return {"msgRateOut": 0.0, "msgOutCounter": out, "consumerName": name, "availablePermits": 1000,
+            "unackedMessages": 0, "lastAckedTimestamp": last, "lastConsumedTimestamp": last,
+            "address": "/10.0.0.1:40000", "connectedSince": "2025-10-09T08:51:20.5Z"}
+
+
+# Subscription stats as brokers of each vintage write them (key sets of apache/pulsar#759 for 1.x: `consumers`
+# without msgOutCounter/lastConsumedTimestamp; #11979 and #21082 for 2.8+/3.x: counters that survive removed
+# consumers, a connected consumer that has received nothing).
+USAGE = {
+    "primary": {"msgOutCounter": 16800, "lastConsumedTimestamp": 1747233767604, "type": "Shared",
+                "consumers": [_consumer("5e507", 16000, 1747233767604), _consumer("9c1a2", 800, 1747233753115)]},
+    "drained": {"msgOutCounter": 4000, "lastConsumedTimestamp": 0, "consumers": []},
+    "idle": {"msgOutCounter": 0, "lastConsumedTimestamp": 0, "consumers": [_consumer("8c7d6b08e1", 0, 0)]},
+    "standby": {"msgOutCounter": 0, "lastConsumedTimestamp": 0, "consumers": [], "isReplicated": True},
+    "pulsar-1.x": {"msgBacklog": 1219175, "type": "Shared", "consumers": [{"consumerName": "i-09c2"}]},
+    "pulsar-1.x-no-consumer": {"msgBacklog": 3, "consumers": []},
+}
+
+
+def test_stats_subscription_consumption_evidence():
+    ts = decode_topic_stats(json.dumps({"subscriptions": USAGE}).encode(), SRC)
+    got = {n: (s.consumers, s.msg_out_counter, s.last_consumed_ms, s.consumed_here)
+           for n, s in ts.subscriptions.items()}
+    assert got == {"primary": (2, 16800, 1747233767604, True), "drained": (0, 4000, 0, True),
+                   "idle": (1, 0, 0, True), "standby": (0, 0, 0, False), "pulsar-1.x": (1, None, None, True),
+                   "pulsar-1.x-no-consumer": (0, None, None, None)}
+
+
+@pytest.mark.parametrize("sub, field, expected", [
+    ({"consumers": {}}, "subscriptions.s.consumers", "a list of consumer stats"),
+    ({"msgOutCounter": "12"}, "subscriptions.s.msgOutCounter", "an integer"),
+    ({"lastConsumedTimestamp": 1.5}, "subscriptions.s.lastConsumedTimestamp", "an integer"),
+])
+def test_stats_consumption_evidence_bad_values(sub, field, expected):
+    with pytest.raises(PayloadError) as e:
+        decode_topic_stats(json.dumps({"subscriptions": {"s": sub}}).encode(), SRC)
+    assert (e.value.field, e.value.expected) == (field, expected)
 
 
 def test_stats_subscription_flags_and_bad_values():

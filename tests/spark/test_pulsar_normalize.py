@@ -31,9 +31,15 @@ STATS_INTERNAL = {
     "ledgers": [{"ledgerId": 5, "entries": 5, "size": 500}, {"ledgerId": 8, "entries": 0, "size": 0}],
     "cursors": {"orders sub": _cur("5:1", "5:4", "[(5:2..5:3]]", **{"pulsar.replicated.subscription": 1}),
                 "plain": _cur("8:-1", "8:0"), "pulsar.repl.west": _cur("8:2", "8:3")}}
+CONSUMER = {"msgOutCounter": 30, "consumerName": "c-1", "lastConsumedTimestamp": T0 + 9}
 STATS = {"msgRateIn": 1.5, "publishers": [],
-         "subscriptions": {"orders sub": {"isReplicated": True, "isDurable": True},
-                           "plain": {"isReplicated": True, "isDurable": True},
+         "subscriptions": {"orders sub": {"isReplicated": True, "isDurable": True, "msgOutCounter": 42,
+                                          "lastConsumedTimestamp": T0 + 9,
+                                          "consumers": [CONSUMER, {**CONSUMER, "msgOutCounter": 12}]},
+                           "plain": {"isReplicated": True, "isDurable": True, "msgOutCounter": 0,
+                                     "lastConsumedTimestamp": 0, "consumers": []},  # a standby's
+                           "drained": {"isReplicated": True, "isDurable": True, "msgOutCounter": 7,
+                                       "lastConsumedTimestamp": 0, "consumers": []},  # its consumers left
                            "only-in-stats": {"isReplicated": False, "isDurable": False}},
          "replication": {"west": {"connected": True, "replicationBacklog": 0, "replicationDelayInSeconds": 1,
                                   "msgRateOut": 2.5}}}
@@ -64,6 +70,7 @@ def _raw(root: Path) -> Path:
                                replicated_from="west", properties={"__MSG_PROP_REPL_SOURCE_POSITION": "30:5"}))
     _write(raw, "pulsar/east/topics/t/ns/txlog/stats-internal.json",
            (REAL / "pulsar-stats-internal-01.json").read_bytes())
+    _write(raw, "pulsar/east/topics/t/ns/txlog/stats.json", (REAL / "pulsar-stats-replication-07.json").read_bytes())
     shell = (REAL / "pulsar-stats-internal-08.txt").read_text()
     _write(raw, "pulsar/east/topics/t/ns/legacy/stats-internal.json",
            re.search(r"^\{.*?^\}", shell, re.S | re.M).group(0).encode())
@@ -139,14 +146,29 @@ def test_entry_gaps(out):
 
 
 def test_replication_and_subscriptions(out):
-    assert [tuple(r.values()) for r in out[1]["pulsar_replication"]] == [
-        ("east", ORDERS, "west", True, 0, 1, 2.5, E + "orders/stats.json")]
+    assert sorted(tuple(r.values()) for r in out[1]["pulsar_replication"]) == [
+        ("east", ORDERS, "west", True, 0, 1, 2.5, E + "orders/stats.json"),
+        ("east", "persistent://t/ns/txlog", "jp-west", False, 6258001, 0, 0.0, E + "txlog/stats.json")]  # real -07
+    assert T.SUBSCRIPTIONS.fieldNames() == [
+        "cluster", "topic", "subscription", "is_replicated", "is_durable", "replicated_status", "consumers",
+        "msg_out_counter", "last_consumed_ms", "consumed_here", "source_key"]
     got = {r["subscription"]: (r["is_replicated"], r["is_durable"], r["replicated_status"] and dict(r["replicated_status"]),
                                r["source_key"]) for r in out[1]["pulsar_subscriptions"]}
     assert got == {"orders sub": (True, True, {ORDERS: True}, E + "orders/stats.json"),
                    "plain": (True, True, None, E + "orders/stats.json"),
+                   "drained": (True, True, None, E + "orders/stats.json"),
                    "only-in-stats": (False, False, None, E + "orders/stats.json"),
                    "ghost": (None, None, {ORDERS: False}, E + "orders/subscriptions/ghost/replicated-status.json")}
+    # real -07 has `"subscriptions" : { }`: no subscription rows for txlog
+    assert {r["topic"] for r in out[1]["pulsar_subscriptions"]} == {ORDERS}
+
+
+def test_subscription_consumption_evidence(out):
+    got = {r["subscription"]: (r["consumers"], r["msg_out_counter"], r["last_consumed_ms"], r["consumed_here"])
+           for r in out[1]["pulsar_subscriptions"]}
+    assert got == {"orders sub": (2, 42, T0 + 9, True), "plain": (0, 0, 0, False), "drained": (0, 7, 0, True),
+                   "only-in-stats": (None, None, None, None),  # an old broker: no counters, no consumers key
+                   "ghost": (None, None, None, None)}  # no stats entry at all
 
 
 def test_quarantine_keeps_bookkeeper_rows_and_names_source_and_field(out):

@@ -1,5 +1,6 @@
 """`topics stats` (GET .../stats): TopicStats, of which the audit needs the `replication` section (one
-ReplicatorStats per *remote* cluster, formats.md §2.4) and each subscription's replication flags.
+ReplicatorStats per *remote* cluster, formats.md §2.4), each subscription's replication flags and its
+consumption evidence (connected consumers, msgOutCounter, lastConsumedTimestamp).
 
 Rates are doubles, counters longs; fields that newer brokers added are optional, unknown ones ignored
 (the stats object grows every release)."""
@@ -37,6 +38,18 @@ class SubscriptionStats:
     type: str | None
     last_mark_delete_advanced_ms: int | None
     non_contiguous_deleted_ranges: int | None
+    consumers: int | None  # connected consumers: the length of `consumers` (None: the key is absent)
+    msg_out_counter: int | None  # messages dispatched; since 2.8 (#10644) it survives consumers leaving
+    last_consumed_ms: int | None  # lastConsumedTimestamp: newest of the connected consumers', 0 when none
+
+    @property
+    def consumed_here(self) -> bool | None:
+        """Consumed on this cluster: a consumer is connected or something was dispatched. False only when all
+        three counts are known and 0; unknown (None) when some are missing and none is positive."""
+        values = (self.consumers, self.msg_out_counter, self.last_consumed_ms)
+        if any(v is not None and v > 0 for v in values):
+            return True
+        return None if None in values else False
 
 
 @dataclass(frozen=True)
@@ -75,7 +88,19 @@ def subscription_stats(name: str, doc: object, source: str) -> SubscriptionStats
         is_durable=jb.boolean(doc, "isDurable", source, p), msg_backlog=jb.integer(doc, "msgBacklog", source, p),
         type=jb.string(doc, "type", source, p),
         last_mark_delete_advanced_ms=jb.integer(doc, "lastMarkDeleteAdvancedTimestamp", source, p),
-        non_contiguous_deleted_ranges=jb.integer(doc, "nonContiguousDeletedMessagesRanges", source, p))
+        non_contiguous_deleted_ranges=jb.integer(doc, "nonContiguousDeletedMessagesRanges", source, p),
+        consumers=_count(doc, "consumers", source, p, "a list of consumer stats"),
+        msg_out_counter=jb.integer(doc, "msgOutCounter", source, p),
+        last_consumed_ms=jb.integer(doc, "lastConsumedTimestamp", source, p))
+
+
+def _count(doc: dict, key: str, source: str, path: str, expected: str) -> int | None:
+    value = doc.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise PayloadError(source, jb.join(path, key), expected, value)
+    return len(value)
 
 
 def topic_stats_from_dict(doc: dict, source: str) -> TopicStats:
