@@ -41,11 +41,16 @@ class Consumer:
     address: str
     connected: bool = False
     connected_since: int = 0
-    received: int = 0
+    received: int = 0  # its msgOutCounter
+    bytes_out: int = 0
+    last_consumed_ms: int = 0
+    last_acked_ms: int = 0
     unacked: set[int] = field(default_factory=set)
 
     def receive(self, idx: int, entry: Entry) -> None:
         self.received += 1
+        self.bytes_out += len(entry.payload)
+        self.last_consumed_ms = self.sub.topic.clock.now
         self.unacked.add(idx)
         if (entry.producer_name, entry.sequence_id) in self.plan.never_ack:
             return
@@ -57,6 +62,7 @@ class Consumer:
         if not self.connected:
             return  # the ack never reached the broker
         self.unacked.discard(idx)
+        self.last_acked_ms = self.sub.topic.clock.now
         self.sub.ack(idx)
 
 
@@ -68,10 +74,9 @@ class Subscription:
         self.cache = SnapshotCache(topic.settings.snapshot_cache_size) if replicated else None
         self.consumers: list[Consumer] = []
         self.delayed: dict[int, int] = {}
-        self.msg_out = 0
+        self.msg_out = 0  # msgOutCounter: every consumer's, removed ones included (brokers since 2.8)
         self.bytes_out = 0
-        self.last_consumed_ms = 0
-        self.last_acked_ms = 0
+        self.last_flow_ms = 0  # lastConsumedFlowTimestamp: a consumer connected or asked for more
         self.local_acks_moved_mdp = False  # the cursor advanced through acks made on this cluster
         self._rr = 0
         self.poller: Poller | None = None
@@ -94,7 +99,7 @@ class Subscription:
         if not any(c.connected for c in self.consumers):
             self.cursor.read_idx = self.cursor.mdp_idx + 1  # first consumer: rewind
         consumer.connected = True
-        consumer.connected_since = self.topic.clock.now
+        consumer.connected_since = self.last_flow_ms = self.topic.clock.now
         self.poller.wake()
 
     def _disconnect(self, consumer: Consumer) -> None:
@@ -102,6 +107,11 @@ class Subscription:
 
     def connected(self) -> list[Consumer]:
         return [c for c in self.consumers if c.connected]
+
+    def consumed(self) -> bool:
+        """Consumers were served on this cluster: one is connected, or messages were dispatched. A standby whose
+        cursor only moves by UPDATE markers (cumulative acks from PIP-33) never is."""
+        return self.msg_out > 0 or bool(self.connected())
 
     # -- dispatcher -----------------------------------------------------------------------------
     def dispatch(self) -> bool:
@@ -133,7 +143,7 @@ class Subscription:
         self._rr += 1
         self.msg_out += 1
         self.bytes_out += len(entry.payload)
-        self.last_consumed_ms = self.topic.clock.now
+        self.last_flow_ms = self.topic.clock.now
         consumer.receive(idx, entry)
 
     def _deliver_delayed(self, idx: int) -> None:
@@ -144,8 +154,6 @@ class Subscription:
     # -- acks -----------------------------------------------------------------------------------
     def ack(self, idx: int, local: bool = True) -> None:
         now = self.topic.clock.now
-        if local:
-            self.last_acked_ms = now
         if self.cursor.ack(idx, now):
             if local:
                 self.local_acks_moved_mdp = True

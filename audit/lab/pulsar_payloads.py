@@ -97,25 +97,31 @@ def _rate(times: list[int], now: int, window_ms: int = 10_000) -> float:
 
 
 def _subscription_stats(topic: Topic, name: str, now: int) -> dict[str, Any]:
+    """As PersistentSubscription.getStats: msgOutCounter/bytesOutCounter keep removed consumers' counts,
+    lastConsumed/lastAckedTimestamp are the newest of the connected consumers' (0 with none connected). A standby
+    whose cursor only moved by UPDATE markers shows 0, 0 and no consumers."""
     sub = topic.subscriptions[name]
     c = sub.cursor
     ranges = c.ranges()
-    consumers = [{"msgRateOut": 0.0, "msgThroughputOut": 0.0, "bytesOutCounter": 0, "msgOutCounter": k.received,
-                  "msgRateRedeliver": 0.0, "chunkedMessageRate": 0.0, "consumerName": k.name,
-                  "availablePermits": 1000, "unackedMessages": len(k.unacked), "avgMessagesPerEntry": 1,
-                  "blockedConsumerOnUnackedMsgs": False, "lastAckedTimestamp": sub.last_acked_ms,
-                  "lastConsumedTimestamp": sub.last_consumed_ms, "address": k.address,
-                  "connectedSince": format_time_ms(k.connected_since), "clientVersion": CLIENT_VERSION}
-                 for k in sub.connected()]
+    live = sub.connected()
+    consumers = [{"msgRateOut": 0.0, "msgThroughputOut": 0.0, "bytesOutCounter": k.bytes_out,
+                  "msgOutCounter": k.received, "msgRateRedeliver": 0.0, "chunkedMessageRate": 0.0,
+                  "consumerName": k.name, "availablePermits": 1000, "unackedMessages": len(k.unacked),
+                  "avgMessagesPerEntry": 1, "blockedConsumerOnUnackedMsgs": False,
+                  "lastAckedTimestamp": k.last_acked_ms, "lastConsumedTimestamp": k.last_consumed_ms,
+                  "address": k.address, "connectedSince": format_time_ms(k.connected_since),
+                  "clientVersion": CLIENT_VERSION} for k in live]
     return {
         "msgRateOut": 0.0, "msgThroughputOut": 0.0, "bytesOutCounter": sub.bytes_out, "msgOutCounter": sub.msg_out,
         "msgRateRedeliver": 0.0, "chunkedMessageRate": 0.0, "msgBacklog": c.backlog(), "backlogSize": 0,
         "earliestMsgPublishTimeInBacklog": 0, "msgBacklogNoDelayed": c.backlog() - len(sub.delayed),
         "blockedSubscriptionOnUnackedMsgs": False, "msgDelayed": len(sub.delayed),
-        "unackedMessages": sum(len(k.unacked) for k in sub.connected()), "type": "Shared",
+        "unackedMessages": sum(len(k.unacked) for k in live), "type": "Shared",
         "msgRateExpired": 0.0, "totalMsgExpired": 0, "lastExpireTimestamp": 0,
-        "lastConsumedFlowTimestamp": sub.last_consumed_ms, "lastConsumedTimestamp": sub.last_consumed_ms,
-        "lastAckedTimestamp": sub.last_acked_ms, "lastMarkDeleteAdvancedTimestamp": c.last_advance_ms,
+        "lastConsumedFlowTimestamp": sub.last_flow_ms,
+        "lastConsumedTimestamp": max((k.last_consumed_ms for k in live), default=0),
+        "lastAckedTimestamp": max((k.last_acked_ms for k in live), default=0),
+        "lastMarkDeleteAdvancedTimestamp": c.last_advance_ms,
         "consumers": consumers, "isDurable": True, "isReplicated": sub.replicated,
         "allowOutOfOrderDelivery": False, "consumersAfterMarkDeletePosition": {},
         "nonContiguousDeletedMessagesRanges": len(ranges),

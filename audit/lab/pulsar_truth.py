@@ -7,12 +7,14 @@ matched by origin identity (the cluster and position they were first published a
 - skipped: present on both clusters, not acked on X, never received on Y;
 - lost: skipped and at or beyond X's readPosition (never dispatched on X).
 
-Findings are listed only where the native payloads show them: see docs/lab-pulsar.md for each rule."""
+Failover rows are listed for every pair, zeros included; the failover findings only for pairs whose source
+subscription was consumed on the source (Subscription.consumed, which its stats.json shows). Findings are
+listed only where the native payloads show them: see docs/lab-pulsar.md for each rule."""
 from __future__ import annotations
 
 from typing import Any
 
-from audit.formats.pulsar.markers import SNAPSHOT
+from audit.formats.pulsar.markers import SNAPSHOT, UPDATE
 from audit.lab.pulsar_consumers import Subscription
 from audit.lab.pulsar_topic import Topic
 from audit.lab.pulsar_world import ScenarioMeta, World
@@ -53,14 +55,36 @@ def failover_pairs(world: World, meta: ScenarioMeta):
                         yield name, sub_name, src, dst
 
 
+def _told(topic: Topic, there: str, subscription: str, own: bool) -> list:
+    """Positions on cluster `there` named by the PIP-33 markers in `topic`'s dump window (what an audit sees).
+    own: the topic's own UPDATEs for the subscription and SNAPSHOTs at or below its markDeletePosition;
+    else: the UPDATE copies for the subscription it received (from any cluster)."""
+    mdp = topic.subscriptions[subscription].cursor.mark_delete_position()
+    out = []
+    for e in topic.ml.entries:
+        if e.marker_type not in (UPDATE, SNAPSHOT) or (e.replicated_from is None) != own:
+            continue
+        told = dict(e.marker.clusters).get(there)
+        if told is None or not _in_window(topic, e.position):
+            continue
+        if e.marker.subscription == subscription if e.marker_type == UPDATE else own and e.marker.local <= mdp:
+            out.append(told)
+    return out
+
+
 def _cursor_ahead(source: Topic, target: Topic, subscription: str) -> bool:
-    """The target's markDeletePosition is beyond every UPDATE the source sent, moved by acks made on the
-    target itself. No UPDATE from the source at all means PIP-33 predicts nothing: not flagged."""
-    ctl = target.controller
-    applied = [pos for sub, frm, pos in (ctl.updates_applied if ctl else [])
-               if sub == subscription and frm == source.cluster_name]
+    """Acks made on the target moved its markDeletePosition past at least one message beyond anything PIP-33
+    justifies: the source's own UPDATEs and snapshots <= its markDeletePosition, and the UPDATEs the target
+    received. With none of the source's in its dump window, PIP-33 predicts nothing: no claim."""
+    there = target.cluster_name
+    claims = _told(source, there, subscription, own=True)
     ys = target.subscriptions[subscription]
-    return bool(applied) and ys.local_acks_moved_mdp and ys.cursor.mark_delete_position() > max(applied)
+    if not claims or not ys.local_acks_moved_mdp:
+        return False
+    justified = max(claims + _told(target, there, subscription, own=False))
+    entries = target.ml.entries
+    return any(not entries[i].is_marker
+               for i in range(target.ml.floor_index(justified) + 1, ys.cursor.mdp_idx + 1))
 
 
 def _in_window(topic: Topic, pos) -> bool:
@@ -115,8 +139,8 @@ def world_truth(world: World) -> dict[str, Any]:
             failover.append({**key, **counts})
             base = {"cluster": src.cluster_name, "topic": name, "subscription": sub,
                     "target_cluster": dst.cluster_name}
-            for field, check in _FAILOVER_CHECKS:
-                if counts[field]:
+            for field, check in _FAILOVER_CHECKS:  # only failing over from where consumers were served
+                if counts[field] and src.subscriptions[sub].consumed():
                     findings.append({"check": check, **base, "entry_count": counts[field]})
             if _cursor_ahead(src, dst, sub):
                 findings.append({"check": "pulsar.target_cursor_ahead", **base})
