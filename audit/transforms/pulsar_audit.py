@@ -44,13 +44,15 @@ INPUTS = {
     "pulsar_entry_gaps": _struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entry_id", L)),
     "pulsar_replication": _struct(("cluster", S), ("topic", S), ("remote_cluster", S), ("connected", B),
                                   ("replication_backlog", L)),
-    "pulsar_subscriptions": _struct(("cluster", S), ("topic", S), ("subscription", S), ("is_replicated", B)),
+    "pulsar_subscriptions": _struct(("cluster", S), ("topic", S), ("subscription", S), ("is_replicated", B),
+                                    ("consumed_here", B)),
 }
 STATE = _struct(("kind", S), ("cluster", S), ("topic", S), ("name", S), ("cursor_kind", S), ("remote_cluster", S),
                 ("replicated", B), ("mark_delete_ledger", L), ("mark_delete_entry", L), ("read_ledger", L),
                 ("read_entry", L), ("individually_deleted", ArrayType(ACK_RANGE)), ("dump_from_ledger", L),
                 ("dump_from_entry", L), ("dump_to_ledger", L), ("dump_to_entry", L), ("dump_complete", B),
-                ("first_ledger", L), ("gap_count", L), ("connected", B), ("replication_backlog", L))
+                ("first_ledger", L), ("gap_count", L), ("connected", B), ("replication_backlog", L),
+                ("consumed_here", B))
 FAILOVER = _struct(
     ("run_id", S), ("topic", S), ("subscription", S), ("source_cluster", S), ("target_cluster", S),
     ("replicated", B), ("source_mdp", S), ("target_mdp", S), ("expected_target_mdp", S), ("exact_target_mdp", S),
@@ -93,7 +95,7 @@ def _state(t: dict[str, DataFrame]) -> DataFrame:
                                                  "remote_cluster", "connected", "replication_backlog")
     subs = t["pulsar_subscriptions"].select(F.lit(arrow.SUBSCRIPTION).alias("kind"), "cluster", "topic",
                                             F.col("subscription").alias("name"),
-                                            F.col("is_replicated").alias("replicated"))
+                                            F.col("is_replicated").alias("replicated"), "consumed_here")
     # A cursor row without its markDeletePosition cannot be judged (the normalizer quarantines those).
     cursors = cursors.where(F.col("mark_delete_ledger").isNotNull() & F.col("mark_delete_entry").isNotNull())
     parts = [topics, first, gaps, cursors, replication, subs]

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from audit.domain.pulsar.acked import CursorAcks
+from audit.domain.pulsar.consumption import keep_consumed
 from audit.domain.pulsar.positions import Position
 from audit.domain.pulsar.topic import ClusterSide, Cursor, Settings, TopicAudit, audit_topic
 from audit.domain.pulsar.window import NONE, Marker, Window, empty_window
@@ -125,6 +126,8 @@ def audit_group(entries: pa.Table, state: pa.Table, settings: Settings, schema: 
         return schema.empty_table()
     topic, sides = sides_of(entries, state)
     result: TopicAudit = audit_topic(topic, sides, settings)
+    consumed = {(r["cluster"], topic, r["name"]): r["consumed_here"]
+                for r in state.filter(pc.equal(state.column("kind"), SUBSCRIPTION)).to_pylist()}
     rows = ([{"kind": FAILOVER, **r} for r in result.failover] + [{"kind": SNAPSHOTS, **r} for r in result.snapshots]
-            + [{"kind": VIOLATION, **r} for r in result.findings])
+            + [{"kind": VIOLATION, **r} for r in keep_consumed(result.findings, consumed)])
     return pa.Table.from_pylist(rows, schema=schema)
