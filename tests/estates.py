@@ -1,11 +1,22 @@
-"""Estate files for end-to-end tests: one simulated BookKeeper cluster, a store, optional extra top-level YAML."""
+"""Estate files for end-to-end tests: one simulated BookKeeper cluster (optionally the Pulsar lab clusters too),
+a store, optional extra top-level YAML."""
 from __future__ import annotations
 
 from pathlib import Path
 
 
-def write_lab_estate(path: Path, *, estate: str, store: str, cluster: str, lab: str, extra: str = "") -> Path:
-    """`store` is the YAML mapping of the store block, e.g. '{uri: "file:///tmp/x"}'."""
+PULSAR_LAB = """
+  pulsar:
+    - {name: east, source: lab, lab: {seed: 7}}
+    - {name: west, source: lab, lab: {seed: 7}}
+    - {name: south, source: lab, lab: {seed: 7}}
+"""
+
+
+def write_lab_estate(path: Path, *, estate: str, store: str, cluster: str, lab: str, extra: str = "",
+                     pulsar: bool = False) -> Path:
+    """`store` is the YAML mapping of the store block, e.g. '{uri: "file:///tmp/x"}'. `pulsar` adds the
+    simulated Pulsar geo-replication clusters east, west and south."""
     path.write_text(f"""
 estate: {estate}
 store: {store}
@@ -16,5 +27,5 @@ systems:
     - name: {cluster}
       source: lab
       lab: {lab}
-""")
+""" + (PULSAR_LAB if pulsar else ""))
     return path
