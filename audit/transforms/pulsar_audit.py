@@ -17,6 +17,7 @@ from audit.domain.pulsar.checks import Thresholds
 from audit.domain.pulsar.pip33 import DEFAULT_CACHE_LIMIT
 from audit.domain.pulsar.topic import Settings
 from audit.transforms import pulsar_audit_arrow as arrow
+from audit.transforms.bookkeeper import CachedTuple
 
 S, L, I, B = StringType(), LongType(), IntegerType(), BooleanType()
 
@@ -52,7 +53,13 @@ STATE = _struct(("kind", S), ("cluster", S), ("topic", S), ("name", S), ("cursor
                 ("read_entry", L), ("individually_deleted", ArrayType(ACK_RANGE)), ("dump_from_ledger", L),
                 ("dump_from_entry", L), ("dump_to_ledger", L), ("dump_to_entry", L), ("dump_complete", B),
                 ("first_ledger", L), ("gap_count", L), ("connected", B), ("replication_backlog", L),
-                ("consumed_here", B))
+                ("consumed_here", B), ("cluster_key", L), ("ledger_id", L), ("entry_id", L), ("marker_type", I),
+                ("publish_time_ms", L), ("replicated_from", S), ("replicate_to", ArrayType(S)),
+                ("snapshot_id", S), ("marker_source_cluster", S), ("marker_local_ledger", L),
+                ("marker_local_entry", L), ("marker_subscription", S), ("marker_clusters", ArrayType(CLUSTER_POSITION)))
+# What crosses to Python per entry: numbers only (see pulsar_audit_arrow); names as xxhash64 codes.
+ENTRY_COLUMNS = ("cluster_key", "ledger_id", "entry_id", "producer_key", "sequence_id", "publish_time_ms",
+                 "origin_key", "source_position_ledger", "source_position_entry", "marker_type")
 FAILOVER = _struct(
     ("run_id", S), ("topic", S), ("subscription", S), ("source_cluster", S), ("target_cluster", S),
     ("replicated", B), ("source_mdp", S), ("target_mdp", S), ("expected_target_mdp", S), ("exact_target_mdp", S),
@@ -98,8 +105,11 @@ def _state(t: dict[str, DataFrame]) -> DataFrame:
                                             F.col("is_replicated").alias("replicated"), "consumed_here")
     # A cursor row without its markDeletePosition cannot be judged (the normalizer quarantines those).
     cursors = cursors.where(F.col("mark_delete_ledger").isNotNull() & F.col("mark_delete_entry").isNotNull())
-    parts = [topics, first, gaps, cursors, replication, subs]
-    return _union([conform(p, STATE) for p in parts])
+    # Marker payloads and replicate_to lists are rare: they travel with the state, not with every entry.
+    extra = t["pulsar_entries"].where(F.col("marker_type").isNotNull() | F.col("replicate_to").isNotNull()) \
+        .withColumn("kind", F.lit(arrow.EXTRA))
+    parts = [topics, first, gaps, cursors, replication, subs, extra]
+    return _union([conform(p, STATE) for p in parts]).withColumn("cluster_key", F.xxhash64("cluster"))
 
 
 def _union(frames: list[DataFrame]) -> DataFrame:
@@ -109,16 +119,8 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     return out
 
 
-class Outputs(tuple):
+class Outputs(CachedTuple):
     """(failover, snapshots, violations) selected from one persisted DataFrame; `unpersist()` releases it."""
-
-    def __new__(cls, frames: tuple, cached: DataFrame):
-        obj = super().__new__(cls, frames)
-        obj.cached = cached
-        return obj
-
-    def unpersist(self) -> None:
-        self.cached.unpersist()
 
 
 def pulsar_audit(tables: dict[str, DataFrame], *, run_id: str = "", as_of_ms: int | None = None,
@@ -135,10 +137,17 @@ def pulsar_audit(tables: dict[str, DataFrame], *, run_id: str = "", as_of_ms: in
     def per_topic(entries, state):
         return arrow.audit_group(entries, state, settings, schema)
 
-    entries = t["pulsar_entries"].where(F.col("topic").isNotNull() & F.col("ledger_id").isNotNull()
-                                        & F.col("entry_id").isNotNull())
-    state = _state(t).where(F.col("topic").isNotNull() & F.col("cluster").isNotNull())
-    out = (entries.groupBy("topic").cogroup(state.groupBy("topic")).applyInArrow(per_topic, _OUT)).persist()
+    e = t["pulsar_entries"].where(F.col("topic").isNotNull() & F.col("cluster").isNotNull()
+                                  & F.col("ledger_id").isNotNull() & F.col("entry_id").isNotNull())
+    entries = e.select(
+        F.xxhash64("topic").alias("topic_key"), F.xxhash64("cluster").alias("cluster_key"), "ledger_id", "entry_id",
+        F.when(F.col("producer_name").isNotNull(), F.xxhash64("producer_name")).alias("producer_key"),
+        "sequence_id", "publish_time_ms", F.xxhash64(F.coalesce("replicated_from", "cluster")).alias("origin_key"),
+        "source_position_ledger", "source_position_entry", "marker_type")
+    state = _state(t).where(F.col("topic").isNotNull() & F.col("cluster").isNotNull()) \
+        .withColumn("topic_key", F.xxhash64("topic"))
+    out = (entries.groupBy("topic_key").cogroup(state.groupBy("topic_key"))
+           .applyInArrow(per_topic, _OUT)).persist()
 
     def part(kind: str, schema_: StructType) -> DataFrame:
         return out.where(F.col("kind") == kind).select(*schema_.fieldNames())

@@ -1,6 +1,11 @@
-"""One topic's Arrow tables (its pulsar_entries rows, its tagged state rows) -> domain objects, and the domain's
-rows back to one tagged Arrow table. Columns are converted once per topic (numpy, dictionary encoding);
-only marker rows and cursor rows become Python objects."""
+"""One topic's Arrow tables -> domain objects, and the domain's rows back to one tagged Arrow table.
+
+The entries side carries only numeric columns (what crosses from the JVM to Python row by row is the cost of the
+whole job): names arrive as 64-bit hashes computed in Spark (xxhash64 of cluster, of the origin cluster, of the
+producer), which serve as the identity codes (equal hash = equal name; a collision between two names of one
+topic is ~n^2/2^64 and, for cluster names, checked). Marker payloads and replicate_to lists, rare, arrive on
+the state side as EXTRA rows. Columns are converted once per topic; only marker, cursor and state rows
+become Python objects."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,56 +19,55 @@ from audit.domain.pulsar.topic import ClusterSide, Cursor, Settings, TopicAudit,
 from audit.domain.pulsar.window import NONE, Marker, Window, empty_window
 
 # state rows: kind tags (audit/transforms/pulsar_audit.py builds them)
-TOPIC, FIRST_LEDGER, GAPS, CURSOR, REPLICATION, SUBSCRIPTION = (
-    "topic", "first_ledger", "gaps", "cursor", "replication", "subscription")
+TOPIC, FIRST_LEDGER, GAPS, CURSOR, REPLICATION, SUBSCRIPTION, EXTRA = (
+    "topic", "first_ledger", "gaps", "cursor", "replication", "subscription", "extra")
 FAILOVER, SNAPSHOTS, VIOLATION = "failover", "snapshots", "violation"
 
 
-def _ints(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+def _ints(col) -> np.ndarray:
     return pc.fill_null(col, NONE).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-
-
-def _codes(col, vocabulary: dict[str, int]) -> np.ndarray:
-    """Codes of a string column in a vocabulary shared across the topic (null -> NONE)."""
-    enc = pc.dictionary_encode(col).combine_chunks()
-    mapping = np.array([vocabulary.setdefault(v, len(vocabulary)) for v in enc.dictionary.to_pylist()] + [NONE],
-                       dtype=np.int64)
-    idx = pc.fill_null(enc.indices, len(enc.dictionary)).to_numpy(zero_copy_only=False)
-    return mapping[idx]
 
 
 def _pos(ledger, entry) -> Position | None:
     return None if ledger is None or entry is None else Position(int(ledger), int(entry))
 
 
-def _markers(t: pa.Table) -> list[Marker]:
-    rows = np.flatnonzero(t.column("marker_type").is_valid().to_numpy(zero_copy_only=False))
-    if not rows.size:
-        return []
-    sub = t.take(pa.array(rows)).to_pylist()
-    return [Marker(r["marker_type"], Position(r["ledger_id"], r["entry_id"]), r["publish_time_ms"],
-                   r["replicated_from"], r["snapshot_id"], r["marker_source_cluster"],
-                   _pos(r["marker_local_ledger"], r["marker_local_entry"]), r["marker_subscription"],
-                   {c["cluster"]: Position(c["ledger_id"], c["entry_id"]) for c in r["marker_clusters"] or ()})
-            for r in sub]
+def _marker(r: dict) -> Marker:
+    return Marker(r["marker_type"], Position(r["ledger_id"], r["entry_id"]), r["publish_time_ms"],
+                  r["replicated_from"], r["snapshot_id"], r["marker_source_cluster"],
+                  _pos(r["marker_local_ledger"], r["marker_local_entry"]), r["marker_subscription"],
+                  {c["cluster"]: Position(c["ledger_id"], c["entry_id"]) for c in r["marker_clusters"] or ()})
 
 
-def _window(cluster: str, t: pa.Table, clusters: dict[str, int], producers: dict[str, int]) -> Window:
-    t = t.sort_by([("ledger_id", "ascending"), ("entry_id", "ascending")])
-    origin = _codes(pc.coalesce(t.column("replicated_from"), pa.scalar(cluster)), clusters)
-    restricted = np.flatnonzero(t.column("replicate_to").is_valid().to_numpy(zero_copy_only=False))
-    replicate_to = {}
-    if restricted.size:
-        for i, to in zip(restricted.tolist(), t.column("replicate_to").take(pa.array(restricted)).to_pylist()):
-            replicate_to[i] = tuple(to)
-    return Window(
-        cluster=cluster, cluster_code=clusters.setdefault(cluster, len(clusters)),
-        ledger=_ints(t.column("ledger_id")), entry=_ints(t.column("entry_id")),
-        marker=t.column("marker_type").is_valid().to_numpy(zero_copy_only=False),
-        origin=origin, source_ledger=_ints(t.column("source_position_ledger")),
-        source_entry=_ints(t.column("source_position_entry")), producer=_codes(t.column("producer_name"), producers),
-        sequence=_ints(t.column("sequence_id")), publish_time=_ints(t.column("publish_time_ms")),
-        markers=_markers(t), replicate_to=replicate_to)
+def _windows(entries: pa.Table, keys: dict[str, int], extras: list[dict]) -> dict[str, Window]:
+    """Every cluster's window: rows sorted by (cluster, ledger, entry) once, then sliced."""
+    cols = {n: _ints(entries.column(n)) for n in ("cluster_key", "ledger_id", "entry_id", "producer_key",
+                                                  "sequence_id", "publish_time_ms", "origin_key",
+                                                  "source_position_ledger", "source_position_entry")}
+    marker = entries.column("marker_type").is_valid().to_numpy(zero_copy_only=False)
+    order = np.lexsort((cols["entry_id"], cols["ledger_id"], cols["cluster_key"]))
+    cols = {n: c[order] for n, c in cols.items()}
+    marker = marker[order]
+    out = {}
+    for name, key in keys.items():
+        a = int(np.searchsorted(cols["cluster_key"], key, side="left"))
+        b = int(np.searchsorted(cols["cluster_key"], key, side="right"))
+        if a == b:
+            out[name] = empty_window(name, key)
+            continue
+        sl = {n: c[a:b] for n, c in cols.items()}
+        mine = [r for r in extras if r["cluster"] == name]
+        w = Window(name, key, sl["ledger_id"], sl["entry_id"], marker[a:b], sl["origin_key"],
+                   sl["source_position_ledger"], sl["source_position_entry"], sl["producer_key"],
+                   sl["sequence_id"], sl["publish_time_ms"],
+                   markers=[_marker(r) for r in mine if r["marker_type"] is not None])
+        for r in mine:
+            if r["replicate_to"] is not None:
+                row = w.index.count_below(Position(r["ledger_id"], r["entry_id"]))
+                if row < len(w) and (w.ledger[row], w.entry[row]) == (r["ledger_id"], r["entry_id"]):
+                    w.replicate_to[row] = tuple(r["replicate_to"])
+        out[name] = w
+    return out
 
 
 def _cursors(rows: pa.Table) -> list[tuple[str, Cursor]]:
@@ -84,18 +88,20 @@ def _cursors(rows: pa.Table) -> list[tuple[str, Cursor]]:
 
 def sides_of(entries: pa.Table, state: pa.Table) -> tuple[str, dict[str, ClusterSide]]:
     kinds = state.column("kind")
-    topic = (state.column("topic")[0] if state.num_rows else entries.column("topic")[0]).as_py()
-    names = sorted(set(state.column("cluster").to_pylist()) | set(pc.unique(entries.column("cluster")).to_pylist()))
-    clusters: dict[str, int] = {c: i for i, c in enumerate(names)}
-    producers: dict[str, int] = {}
-    sides: dict[str, ClusterSide] = {}
-    for c in names:
-        rows = entries.filter(pc.equal(entries.column("cluster"), c))
-        w = _window(c, rows, clusters, producers) if rows.num_rows else empty_window(c, clusters[c])
-        sides[c] = ClusterSide(c, w, cursors={})
+    topics = set(pc.unique(state.column("topic")).to_pylist())
+    if len(topics) != 1:
+        raise ValueError(f"one topic per group expected (topic hash collision?): {sorted(map(str, topics))}")
+    topic = topics.pop()
+    keys = dict(zip(*(state.select(["cluster", "cluster_key"]).group_by(["cluster", "cluster_key"])
+                      .aggregate([]).column(c).to_pylist() for c in ("cluster", "cluster_key"))))
+    if len(set(keys.values())) != len(keys):
+        raise ValueError(f"cluster name hash collision in {topic}: {sorted(keys)}")
+
     def of_kind(kind: str) -> pa.Table:
         return state.filter(pc.equal(kinds, kind))
 
+    windows = _windows(entries, keys, of_kind(EXTRA).to_pylist())
+    sides = {c: ClusterSide(c, windows[c], cursors={}, replication={}) for c in sorted(keys)}
     for r in of_kind(TOPIC).to_pylist():
         s = sides[r["cluster"]]
         s.dump_from = _pos(r["dump_from_ledger"], r["dump_from_entry"])
@@ -122,7 +128,7 @@ def sides_of(entries: pa.Table, state: pa.Table) -> tuple[str, dict[str, Cluster
 
 def audit_group(entries: pa.Table, state: pa.Table, settings: Settings, schema: pa.Schema) -> pa.Table:
     """The cogroup function's body: every output row of one topic, tagged by `kind`."""
-    if state.num_rows == 0 and entries.num_rows == 0:
+    if state.num_rows == 0:   # entries of a topic no stats or dump.json describe: nothing to judge them by
         return schema.empty_table()
     topic, sides = sides_of(entries, state)
     result: TopicAudit = audit_topic(topic, sides, settings)

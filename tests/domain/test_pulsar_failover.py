@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audit.domain.pulsar.failover import failover
+from audit.domain.pulsar.failover import compare, failover
 from audit.domain.pulsar.identity import match
 from audit.domain.pulsar.records import P, Codes, cursor_of, window_of
 
@@ -25,7 +25,7 @@ def mk(pos, t=12):
 def run(xs, ys, cx, cy, target_end=None, max_acknowledge=10_000):
     codes = Codes()
     x, y = window_of("x", xs, codes), window_of("y", ys, codes)
-    return failover(x, y, match(x, y), cx, cy, target_end=P(target_end) if target_end else None,
+    return failover(compare(x, y), cx, cy, target_end=P(target_end) if target_end else None,
                     max_acknowledge=max_acknowledge)
 
 
@@ -102,9 +102,9 @@ def inferred(xs, ys, cx, cy, x_sent=None, y_sent=None, y_from_start=False, fallb
     codes = Codes()
     x, y = window_of("x", xs, codes), window_of("y", ys, codes)
     mask = lambda w, v: None if v is None else np.array([v] * len(w), dtype=bool)  # noqa: E731
-    return failover(x, y, match(x, y), cx, cy, target_from=P("9:-1"), source_sent=mask(x, x_sent),
-                    target_sent=mask(y, y_sent), target_from_start=y_from_start,
-                    fallback=P(fallback) if fallback else None)
+    c = compare(x, y, match(x, y), source_sent=mask(x, x_sent), target_sent=mask(y, y_sent),
+                target_from_start=y_from_start)
+    return failover(c, cx, cy, target_from=P("9:-1"), fallback=P(fallback) if fallback else None)
 
 
 def test_source_messages_below_the_target_window_are_skipped():

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audit.domain.pulsar.acked import CursorAcks
-from audit.domain.pulsar.failover import failover
+from audit.domain.pulsar.failover import compare, failover
 from audit.domain.pulsar.identity import match
 from audit.domain.pulsar.positions import Position
 from audit.domain.pulsar.records import Codes, window_of
@@ -166,8 +166,8 @@ def test_failover_matches_per_message_oracle(data):
     y_from = Position(3, -1) if data.draw(st.booleans()) else None
     x_sent = data.draw(st.lists(st.booleans(), min_size=len(x), max_size=len(x)))
     y_sent = data.draw(st.lists(st.booleans(), min_size=len(y), max_size=len(y)))
-    fo = failover(x, y, match(x, y), cx, cy, target_end=end, target_from=y_from,
-                  source_sent=np.array(x_sent, dtype=bool), target_sent=np.array(y_sent, dtype=bool))
+    c = compare(x, y, match(x, y), source_sent=np.array(x_sent, dtype=bool), target_sent=np.array(y_sent, dtype=bool))
+    fo = failover(c, cx, cy, target_end=end, target_from=y_from)
     got = {k: getattr(fo, k) for k in ("compared", "only_on_source", "only_on_target", "redelivered", "skipped",
                                        "lost", "redelivered_ranges", "skipped_ranges", "exact_target_mdp",
                                        "to_acknowledge_count")}

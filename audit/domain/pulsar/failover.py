@@ -26,12 +26,12 @@ and `exact_known` is False. After the reset, the target messages after P that sh
 individually (`to_acknowledge`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from audit.domain.pulsar.acked import CursorAcks, acked_mask
-from audit.domain.pulsar.identity import Match
+from audit.domain.pulsar.identity import Match, match
 from audit.domain.pulsar.positions import Position
 from audit.domain.pulsar.window import NONE, Window, runs
 
@@ -47,25 +47,40 @@ class Failover:
     redelivered: int
     skipped: int
     lost: int
-    redelivered_ranges: Ranges
-    skipped_ranges: Ranges
+    redelivered_runs: np.ndarray             # (n, 2) target window rows: first and last of each range
+    skipped_runs: np.ndarray
     exact_target_mdp: Position
     exact_known: bool                        # False: the reset point lies below the target window
-    to_acknowledge: tuple[Position, ...]     # the first MAX_ACKNOWLEDGE, in position order
+    to_acknowledge_rows: np.ndarray          # target window rows, the first MAX_ACKNOWLEDGE, in position order
     to_acknowledge_count: int
     target_moves_backward: bool              # the reset moves the target cursor back (it acked too much)
+    target: Window = field(repr=False, compare=False)
+
+    @property
+    def redelivered_ranges(self) -> Ranges:
+        return self._ranges(self.redelivered_runs)
+
+    @property
+    def skipped_ranges(self) -> Ranges:
+        return self._ranges(self.skipped_runs)
+
+    def _ranges(self, rows: np.ndarray) -> Ranges:
+        return tuple((self.target.position(int(a)), self.target.position(int(b))) for a, b in rows)
+
+    @property
+    def to_acknowledge(self) -> tuple[Position, ...]:
+        return tuple(self.target.position(int(i)) for i in self.to_acknowledge_rows)
 
 
-def _ranges(target: Window, messages: np.ndarray, flags: np.ndarray) -> Ranges:
-    return tuple((target.position(int(messages[a])), target.position(int(messages[b])))
-                 for a, b in runs(flags[messages]))
+def _runs(messages: np.ndarray, flags: np.ndarray) -> np.ndarray:
+    """Runs of flagged messages as (first row, last row) pairs of the window."""
+    return messages[runs(flags[messages])]
 
 
-def _messages_between(target: Window, msg_cum: np.ndarray, a: Position, b: Position) -> int:
+def _messages_between(target: Window, a: Position, b: Position) -> int:
     """Target messages in (min(a,b), max(a,b)]."""
     lo, hi = sorted((target.index.count_at_or_below(a), target.index.count_at_or_below(b)))
-    at = lambda n: int(msg_cum[n - 1]) if n else 0  # noqa: E731
-    return at(hi) - at(lo)
+    return int(target.messages_up_to[hi] - target.messages_up_to[lo])
 
 
 def _below_other_window(w: Window, unmatched: np.ndarray, other_code: int, sent: np.ndarray | None,
@@ -84,42 +99,65 @@ def _below_other_window(w: Window, unmatched: np.ndarray, other_code: int, sent:
     return below
 
 
-def failover(source: Window, target: Window, m: Match, source_cursor: CursorAcks, target_cursor: CursorAcks, *,
-             target_end: Position | None = None, target_from: Position | None = None,
-             source_acked: np.ndarray | None = None, target_acked: np.ndarray | None = None,
-             source_sent: np.ndarray | None = None, target_sent: np.ndarray | None = None,
-             source_from_start: bool = False, target_from_start: bool = False, fallback: Position | None = None,
-             max_acknowledge: int = MAX_ACKNOWLEDGE) -> Failover:
-    """`m` = identity.match(source, target). `target_from` / `target_end` = the target window's bounds (dump
-    `from`, exclusive, and `to`). `source_sent` / `target_sent` = acked masks of X's replicator to Y over X's
-    window and of Y's replicator to X over Y's window (None: no such replicator); `*_from_start`: that window
-    holds the whole topic. The acked masks of the subscription's cursors may be passed in when computed."""
-    a_x = acked_mask(source.index, source_cursor) if source_acked is None else source_acked
-    a_y = acked_mask(target.index, target_cursor) if target_acked is None else target_acked
-    src = m.target_source
-    matched = src != NONE
+@dataclass(frozen=True, eq=False)
+class Comparison:
+    """Everything about an ordered pair of windows that does not depend on a subscription's cursors."""
+
+    source: Window
+    target: Window
+    match: Match
+    matched: np.ndarray           # target rows with a copy in the source window
+    matched_rows: np.ndarray      # their row numbers ...
+    matched_source: np.ndarray    # ... and their source rows
+    y_below_x: np.ndarray         # target rows on X below X's window (acked there)
+    x_below_y: np.ndarray         # source rows on Y below Y's window (acked there)
+    known: np.ndarray             # target rows known to be on X
+    messages: np.ndarray          # target rows that are messages
+
+
+def compare(source: Window, target: Window, m: Match | None = None, *, source_sent: np.ndarray | None = None,
+            target_sent: np.ndarray | None = None, source_from_start: bool = False,
+            target_from_start: bool = False) -> Comparison:
+    """`m` = identity.match(source, target) (computed when None). `source_sent` / `target_sent` = acked masks
+    of X's replicator to Y over X's window and of Y's replicator to X over Y's window (None: no such
+    replicator); `*_from_start`: that window holds the whole topic."""
+    m = match(source, target) if m is None else m
+    matched = m.target_source != NONE
+    rows = np.flatnonzero(matched)
     y_below_x = _below_other_window(target, ~matched, source.cluster_code, target_sent, source_from_start)
     x_below_y = _below_other_window(source, ~m.source_on_target, target.cluster_code, source_sent,
                                     target_from_start)
-    on_x = y_below_x.copy()                              # below X's window: acked there
-    on_x[matched] = a_x[src[matched]]
-    known = matched | y_below_x
-    red = known & on_x & ~a_y
-    skip = matched & a_y & ~on_x
-    skip_below = x_below_y & ~a_x
+    return Comparison(source, target, m, matched, rows, m.target_source[rows], y_below_x, x_below_y,
+                      matched | y_below_x, np.flatnonzero(~target.marker))
+
+
+def failover(c: Comparison, source_cursor: CursorAcks, target_cursor: CursorAcks, *,
+             target_end: Position | None = None, target_from: Position | None = None,
+             source_acked: np.ndarray | None = None, target_acked: np.ndarray | None = None,
+             fallback: Position | None = None, max_acknowledge: int = MAX_ACKNOWLEDGE) -> Failover:
+    """`target_from` / `target_end` = the target window's bounds (dump `from`, exclusive, and `to`). The acked
+    masks of the subscription's cursors may be passed in when already computed."""
+    source, target = c.source, c.target
+    a_x = acked_mask(source.index, source_cursor) if source_acked is None else source_acked
+    a_y = acked_mask(target.index, target_cursor) if target_acked is None else target_acked
+    on_x = c.y_below_x.copy()                             # below X's window: acked there
+    on_x[c.matched_rows] = a_x[c.matched_source]
+    red = c.known & on_x & ~a_y
+    skip = c.matched & a_y & ~on_x
+    skip_below = c.x_below_y & ~a_x
     lost = 0
     if source_cursor.read_position is not None:
         dispatched = source.index.count_below(source_cursor.read_position)   # source rows < readPosition
-        lost = int(np.count_nonzero(skip & (src >= dispatched))) + int(np.count_nonzero(skip_below[dispatched:]))
-    msg = ~target.marker
-    messages = np.flatnonzero(msg)
-    should = np.where(known, on_x, a_y) & msg
-    bad = msg & ~should
+        lost = int(np.count_nonzero(skip & (c.match.target_source >= dispatched)))
+        lost += int(np.count_nonzero(skip_below[dispatched:]))
+    should = np.where(c.known, on_x, a_y)
+    should[target.marker] = False
     exact_known = not skip_below.any()
+    bad = should[c.messages]
     if not exact_known:
         exact = fallback if fallback is not None else (target_from or target_cursor.mark_delete)
-    elif bad.any():
-        first = int(np.argmax(bad))
+    elif not bad.all():
+        first = int(c.messages[np.argmin(bad)])
         exact = Position(int(target.ledger[first]), int(target.entry[first]) - 1)
     elif target_end is not None:
         exact = target_end
@@ -128,16 +166,17 @@ def failover(source: Window, target: Window, m: Match, source_cursor: CursorAcks
     else:
         exact = target_cursor.mark_delete
     current = target_cursor.mark_delete
-    if exact_known and exact != current and _messages_between(target, np.cumsum(msg), exact, current) == 0:
+    if exact_known and exact != current and _messages_between(target, exact, current) == 0:
         exact = current
     after = target.index.count_at_or_below(exact)
     acks = np.flatnonzero(should[after:]) + after
-    n_y_below, n_x_below = int(np.count_nonzero(y_below_x)), int(np.count_nonzero(x_below_y))
+    n_y_below, n_x_below = int(np.count_nonzero(c.y_below_x)), int(np.count_nonzero(c.x_below_y))
+    m = c.match
     return Failover(
         compared=m.compared + n_y_below + n_x_below, only_on_source=m.only_on_source - n_x_below,
         only_on_target=m.only_on_target - n_y_below, redelivered=int(np.count_nonzero(red)),
         skipped=int(np.count_nonzero(skip)) + int(np.count_nonzero(skip_below)), lost=lost,
-        redelivered_ranges=_ranges(target, messages, red), skipped_ranges=_ranges(target, messages, skip),
+        redelivered_runs=_runs(c.messages, red), skipped_runs=_runs(c.messages, skip),
         exact_target_mdp=exact, exact_known=exact_known,
-        to_acknowledge=tuple(target.position(int(i)) for i in acks[:max_acknowledge]),
-        to_acknowledge_count=int(acks.size), target_moves_backward=exact < current)
+        to_acknowledge_rows=acks[:max_acknowledge], to_acknowledge_count=int(acks.size),
+        target_moves_backward=exact < current, target=target)

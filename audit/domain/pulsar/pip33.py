@@ -12,13 +12,12 @@ Expected target markDeletePosition for subscription S, source X, target Y (the "
      default 10; the newer list cache (default 30) keeps at least that many, so pass 30 for those brokers).
      The expectation is s*.clusters[Y].
   3. Otherwise none (null): no snapshot applies.
-Target cursor ahead: PIP-33 only ever moves Y's cursor to positions carried by UPDATEs, so a source that
-sent no UPDATE for S (none in X's window, no copy from X in Y's window) predicts nothing and nothing is
-claimed (this keeps one-sided and reverse pairs quiet). Otherwise Y's markDeletePosition may justifiably reach
-the highest Y position among X's UPDATEs for S, the newest snapshot of X with local_message_id <= the source
-MDP (an UPDATE for it may still be pending) and UPDATE copies for S naming Y that Y received from a third
-cluster (its consumers move Y too). Past that, over at least one target message, the target's own consumers
-acked (target_cursor_ahead)."""
+Target cursor ahead (docs/pulsar-contracts.md "Which pairs raise findings"): the source makes a PIP-33 claim
+about Y only through markers in its dump window: its own UPDATEs for S and its own SNAPSHOTs at or below the
+source MDP, naming Y. Without one there is no claim (this keeps one-sided and reverse pairs quiet). With one,
+Y's markDeletePosition may justifiably reach the highest Y position among those and among the UPDATE copies
+for S naming Y that Y received (from any cluster: a third cluster's consumers move Y too). Past that, over at
+least one target message, the target's own consumers acked (target_cursor_ahead)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,15 +56,12 @@ def expect_target(source_markers: Sequence[Marker], subscription: str, source: s
                   target_markers: Sequence[Marker] = ()) -> Expectation:
     snapshots = sorted((m for m in _own(source_markers, SNAPSHOT) if m.local is not None and target in m.clusters),
                        key=lambda m: m.position)
-    sent = _updates(source_markers, subscription, target, None) + _updates(target_markers, subscription, target,
-                                                                            source)
-    justified = None
-    if sent:
-        others = _updates(target_markers, subscription, target, "*")
-        eligible = [s.clusters[target] for s in snapshots if s.local <= source_mdp]
-        justified = max(sent + others + eligible[-1:])
-    if sent:
-        return Expectation(max(sent), "update", justified)   # successive UPDATEs only move forward
+    own = _updates(source_markers, subscription, target, None)
+    claims = own + [s.clusters[target] for s in snapshots if s.local <= source_mdp]
+    justified = max(claims + _updates(target_markers, subscription, target, "*")) if claims else None
+    told = own + _updates(target_markers, subscription, target, source)
+    if told:
+        return Expectation(max(told), "update", justified)   # successive UPDATEs only move forward
     read = [s for s in snapshots if source_read is None or s.position < source_read]
     cached = [s for s in read if s.local <= source_mdp]
     if cached:

@@ -13,7 +13,7 @@ import numpy as np
 
 from audit.domain.pulsar import checks, pip33
 from audit.domain.pulsar.acked import CursorAcks, acked_mask, ranges_below_mark_delete
-from audit.domain.pulsar.failover import MAX_ACKNOWLEDGE, failover
+from audit.domain.pulsar.failover import MAX_ACKNOWLEDGE, compare, failover
 from audit.domain.pulsar.identity import Match, match
 from audit.domain.pulsar.positions import Position
 from audit.domain.pulsar.window import Window
@@ -80,10 +80,6 @@ class TopicAudit:
 
 def _pos(p: Position | None) -> str | None:
     return None if p is None else str(p)
-
-
-def _ranges_json(ranges) -> str:
-    return json.dumps([[str(a), str(b)] for a, b in ranges])
 
 
 def _covers(side: ClusterSide, cursor: Cursor) -> bool:
@@ -160,8 +156,9 @@ def _pairs(topic: str, x: ClusterSide, y: ClusterSide, m: Match, acked, settings
     rows = []
     y_subs = y.subscriptions()
     x_rep, y_rep = x.replicator(y.cluster), y.replicator(x.cluster)
-    x_sent = acked(x, x_rep) if x_rep is not None else None
-    y_sent = acked(y, y_rep) if y_rep is not None else None
+    comparison = compare(x.window, y.window, m, source_sent=acked(x, x_rep) if x_rep is not None else None,
+                         target_sent=acked(y, y_rep) if y_rep is not None else None,
+                         source_from_start=x.from_start, target_from_start=y.from_start)
     for sub, cx in sorted(x.subscriptions().items()):
         cy = y_subs.get(sub)
         if cy is None:
@@ -172,9 +169,8 @@ def _pairs(topic: str, x: ClusterSide, y: ClusterSide, m: Match, acked, settings
             exp = pip33.expect_target(x.window.markers, sub, x.cluster, y.cluster, cx.acks.mark_delete,
                                       cx.acks.read_position, cache_limit=settings.cache_limit,
                                       target_markers=y.window.markers)
-        fo = failover(x.window, y.window, m, cx.acks, cy.acks, target_end=y.dump_to, target_from=y.dump_from,
-                      source_acked=acked(x, cx), target_acked=acked(y, cy), source_sent=x_sent, target_sent=y_sent,
-                      source_from_start=x.from_start, target_from_start=y.from_start, fallback=exp.expected,
+        fo = failover(comparison, cx.acks, cy.acks, target_end=y.dump_to, target_from=y.dump_from,
+                      source_acked=acked(x, cx), target_acked=acked(y, cy), fallback=exp.expected,
                       max_acknowledge=settings.max_acknowledge)
         ahead = pip33.messages_ahead(y.window, cy.acks.mark_delete, exp.justified) if replicated else 0
         complete = x.complete and y.complete and _covers(x, cx) and _covers(y, cy) and fo.exact_known
@@ -185,9 +181,9 @@ def _pairs(topic: str, x: ClusterSide, y: ClusterSide, m: Match, acked, settings
             "exact_target_mdp": str(fo.exact_target_mdp), "window_from": _pos(x.dump_from),
             "window_to": _pos(x.dump_to), "compared": fo.compared, "only_on_source": fo.only_on_source,
             "only_on_target": fo.only_on_target, "redelivered": fo.redelivered, "skipped": fo.skipped,
-            "lost": fo.lost, "redelivered_ranges": _ranges_json(fo.redelivered_ranges),
-            "skipped_ranges": _ranges_json(fo.skipped_ranges),
-            "to_acknowledge": json.dumps([str(p) for p in fo.to_acknowledge]),
+            "lost": fo.lost, "redelivered_ranges": y.window.ranges_json(fo.redelivered_runs),
+            "skipped_ranges": y.window.ranges_json(fo.skipped_runs),
+            "to_acknowledge": json.dumps(y.window.texts(fo.to_acknowledge_rows)),
             "to_acknowledge_count": fo.to_acknowledge_count, "complete": complete}
         rows.append(row)
         evidence = {k: row[k] for k in ("source_mdp", "target_mdp", "expected_target_mdp", "exact_target_mdp",

@@ -10,6 +10,8 @@ two such outside positions with no window entry between them may share a key, wh
 for everything asked of a window (which entries are <= / inside it)."""
 from __future__ import annotations
 
+import bisect
+import json
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -23,7 +25,7 @@ NONE = -1  # "null" in the integer columns (no property, no producer, no sequenc
 class PositionIndex:
     """Order-preserving int64 keys for positions, relative to the sorted positions of one window."""
 
-    __slots__ = ("ledgers", "shift", "cap", "keys")
+    __slots__ = ("ledgers", "shift", "cap", "keys", "_ledger_list")
 
     def __init__(self, ledger: np.ndarray, entry: np.ndarray):
         ledger = np.asarray(ledger, dtype=np.int64)
@@ -34,6 +36,7 @@ class PositionIndex:
         if int(self.ledgers.size + 1).bit_length() + self.shift > 62:
             raise ValueError(f"window too wide for int64 keys: {self.ledgers.size} ledgers, entry ids up to {top}")
         self.cap = (1 << self.shift) - 1
+        self._ledger_list = self.ledgers.tolist()
         self.keys = self.encode(ledger, entry)
         if self.keys.size > 1 and not bool(np.all(self.keys[1:] > self.keys[:-1])):
             raise ValueError("window positions must be strictly increasing")
@@ -52,15 +55,20 @@ class PositionIndex:
         return (rank.astype(np.int64) << self.shift) | slot
 
     def key(self, position: Position) -> int:
-        return int(self.encode(position.ledger_id, position.entry_id))
+        """encode() of one position, in plain Python (called per cursor and per bound: numpy's per-call
+        overhead would dominate)."""
+        ledgers, ledger = self._ledger_list, position.ledger_id
+        rank = bisect.bisect_left(ledgers, ledger)
+        present = rank < len(ledgers) and ledgers[rank] == ledger
+        return (rank << self.shift) | (min(max(position.entry_id + 1, 0), self.cap) if present else 0)
 
     def count_at_or_below(self, position: Position) -> int:
         """Number of window entries <= position (= index of the first entry > position)."""
-        return int(np.searchsorted(self.keys, self.key(position), side="right"))
+        return int(self.keys.searchsorted(self.key(position), side="right"))
 
     def count_below(self, position: Position) -> int:
         """Number of window entries < position (= index of the first entry >= position)."""
-        return int(np.searchsorted(self.keys, self.key(position), side="left"))
+        return int(self.keys.searchsorted(self.key(position), side="left"))
 
 
 @dataclass(eq=False)
@@ -98,6 +106,7 @@ class Window:
     markers: Sequence[Marker] = ()
     replicate_to: Mapping[int, tuple[str, ...]] = field(default_factory=dict)   # row -> replicate_to, when set
     index: PositionIndex = field(init=False)
+    _message_counts: np.ndarray | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self):
         self.index = PositionIndex(self.ledger, self.entry)
@@ -108,18 +117,29 @@ class Window:
     def position(self, i: int) -> Position:
         return Position(int(self.ledger[i]), int(self.entry[i]))
 
+    def texts(self, rows: np.ndarray) -> list[str]:
+        """"L:E" of many rows at once."""
+        return [f"{a}:{b}" for a, b in zip(self.ledger[rows].tolist(), self.entry[rows].tolist())]
+
+    def ranges_json(self, runs: np.ndarray) -> str:
+        """[["L:E","L:E"], ...] of (first, last) row pairs."""
+        first, last = self.texts(runs[:, 0]), self.texts(runs[:, 1])
+        return json.dumps([list(p) for p in zip(first, last)])
+
+    @property
+    def messages_up_to(self) -> np.ndarray:
+        """messages_up_to[i] = number of messages (non-markers) among rows 0..i-1 (length len+1)."""
+        if self._message_counts is None:
+            self._message_counts = np.concatenate(([0], np.cumsum(~self.marker)))
+        return self._message_counts
+
 
 def empty_window(cluster: str, cluster_code: int) -> Window:
     z = np.zeros(0, dtype=np.int64)
     return Window(cluster, cluster_code, z, z, np.zeros(0, dtype=bool), z, z, z, z, z, z)
 
 
-def runs(flags: np.ndarray) -> list[tuple[int, int]]:
-    """Inclusive (first, last) index runs of consecutive True values."""
-    if not flags.size:
-        return []
-    f = flags.astype(np.int8)
-    edges = np.diff(np.concatenate(([0], f, [0])))
-    starts = np.flatnonzero(edges == 1)
-    ends = np.flatnonzero(edges == -1) - 1
-    return list(zip(starts.tolist(), ends.tolist()))
+def runs(flags: np.ndarray) -> np.ndarray:
+    """Inclusive (first, last) index runs of consecutive True values, as an (n, 2) array."""
+    edges = np.diff(np.concatenate(([0], flags.astype(np.int8), [0])))
+    return np.stack((np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1), axis=1)
