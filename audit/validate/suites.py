@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from audit.domain.pulsar.checks import CHECKS as PULSAR_CHECKS  # check id -> severity: the audit's own table
+
 DATASOURCE = "replaudit_spark"
 BATCH_DEFINITION = "whole_dataframe"  # the DataFrame is handed over at run time
 ANY_CHECK = "*"
@@ -95,15 +97,6 @@ FAILOVER_POSITIONS = ("source_mdp", "target_mdp", "expected_target_mdp", "exact_
                       "window_to")
 POSITION_REGEX = r"^\d+:(-1|\d+)$"   # broker position L:E (entry -1 = before entry 0 of L)
 TO_ACKNOWLEDGE_MAX = 10_000
-# Contract check id -> severity of every Pulsar finding.
-PULSAR_CHECKS = {
-    "pulsar.failover_loss": "critical", "pulsar.message_missing_on_target": "critical",
-    "pulsar.failover_skip": "major", "pulsar.target_cursor_ahead": "major",
-    "pulsar.replicated_subscription_one_way": "major", "pulsar.replicator_disconnected": "major",
-    "pulsar.failover_redelivery": "minor", "pulsar.acks_below_mark_delete": "minor",
-    "pulsar.snapshot_stale": "minor", "pulsar.replicator_backlog": "minor",
-    "pulsar.snapshot_timeout": "warning",
-}
 PAIR_CHECKS = ("pulsar.failover_loss", "pulsar.failover_skip", "pulsar.failover_redelivery",
                "pulsar.target_cursor_ahead")   # findings about one subscription between two clusters
 COUNTED_CHECKS = ("pulsar.failover_loss", "pulsar.failover_skip", "pulsar.failover_redelivery")
