@@ -10,7 +10,7 @@ import sys
 import traceback
 from pathlib import Path
 
-MODULES = ["bench.bench_bk_replicas", "bench.bench_zk_collector"]
+MODULES = ["bench.bench_bk_replicas", "bench.bench_zk_collector", "bench.bench_pulsar_failover"]
 
 
 def main(argv: list[str]) -> int:

@@ -123,20 +123,12 @@ class Outputs(CachedTuple):
     """(failover, snapshots, violations) selected from one persisted DataFrame; `unpersist()` releases it."""
 
 
-def pulsar_audit(tables: dict[str, DataFrame], *, run_id: str = "", as_of_ms: int | None = None,
-                 replicator_backlog_max: int | None = 10_000, snapshot_max_age_s: int | None = 300,
-                 snapshot_cache_limit: int = DEFAULT_CACHE_LIMIT) -> Outputs:
-    """(failover_df, snapshots_df, violations_df). `tables` maps INPUTS names to DataFrames (missing = empty)."""
+def audit_inputs(tables: dict[str, DataFrame]) -> tuple[DataFrame, DataFrame]:
+    """(entries, state), both keyed by topic_key = xxhash64(topic), as the per-topic function receives them.
+    `tables` maps INPUTS names to DataFrames (missing = empty)."""
     spark = next(iter(tables.values())).sparkSession
     t = {name: conform(tables[name], schema) if name in tables else spark.createDataFrame([], schema)
          for name, schema in INPUTS.items()}
-    settings = Settings(run_id, as_of_ms, Thresholds(replicator_backlog_max, snapshot_max_age_s),
-                        snapshot_cache_limit)
-    schema = to_arrow_schema(_OUT)
-
-    def per_topic(entries, state):
-        return arrow.audit_group(entries, state, settings, schema)
-
     e = t["pulsar_entries"].where(F.col("topic").isNotNull() & F.col("cluster").isNotNull()
                                   & F.col("ledger_id").isNotNull() & F.col("entry_id").isNotNull())
     entries = e.select(
@@ -146,6 +138,21 @@ def pulsar_audit(tables: dict[str, DataFrame], *, run_id: str = "", as_of_ms: in
         "source_position_ledger", "source_position_entry", "marker_type")
     state = _state(t).where(F.col("topic").isNotNull() & F.col("cluster").isNotNull()) \
         .withColumn("topic_key", F.xxhash64("topic"))
+    return entries, state
+
+
+def pulsar_audit(tables: dict[str, DataFrame], *, run_id: str = "", as_of_ms: int | None = None,
+                 replicator_backlog_max: int | None = 10_000, snapshot_max_age_s: int | None = 300,
+                 snapshot_cache_limit: int = DEFAULT_CACHE_LIMIT) -> Outputs:
+    """(failover_df, snapshots_df, violations_df). `tables` maps INPUTS names to DataFrames (missing = empty)."""
+    settings = Settings(run_id, as_of_ms, Thresholds(replicator_backlog_max, snapshot_max_age_s),
+                        snapshot_cache_limit)
+    schema = to_arrow_schema(_OUT)
+
+    def per_topic(entries, state):
+        return arrow.audit_group(entries, state, settings, schema)
+
+    entries, state = audit_inputs(tables)
     out = (entries.groupBy("topic_key").cogroup(state.groupBy("topic_key"))
            .applyInArrow(per_topic, _OUT)).persist()
 

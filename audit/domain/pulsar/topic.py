@@ -5,7 +5,6 @@ A failover row exists for every subscription present (as a cursor) on both clust
 Identity matching is done once per ordered pair, acked masks once per cursor."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -183,7 +182,7 @@ def _pairs(topic: str, x: ClusterSide, y: ClusterSide, m: Match, acked, settings
             "only_on_target": fo.only_on_target, "redelivered": fo.redelivered, "skipped": fo.skipped,
             "lost": fo.lost, "redelivered_ranges": y.window.ranges_json(fo.redelivered_runs),
             "skipped_ranges": y.window.ranges_json(fo.skipped_runs),
-            "to_acknowledge": json.dumps(y.window.texts(fo.to_acknowledge_rows)),
+            "to_acknowledge": y.window.positions_json(fo.to_acknowledge_rows),
             "to_acknowledge_count": fo.to_acknowledge_count, "complete": complete}
         rows.append(row)
         evidence = {k: row[k] for k in ("source_mdp", "target_mdp", "expected_target_mdp", "exact_target_mdp",

@@ -121,6 +121,10 @@ class Window:
         """"L:E" of many rows at once."""
         return [f"{a}:{b}" for a, b in zip(self.ledger[rows].tolist(), self.entry[rows].tolist())]
 
+    def positions_json(self, rows: np.ndarray) -> str:
+        """JSON list of "L:E" (digits, ':' and '-' need no escaping: joined directly, the bulk of the output)."""
+        return '["' + '","'.join(self.texts(rows)) + '"]' if rows.size else "[]"
+
     def ranges_json(self, runs: np.ndarray) -> str:
         """[["L:E","L:E"], ...] of (first, last) row pairs."""
         first, last = self.texts(runs[:, 0]), self.texts(runs[:, 1])
