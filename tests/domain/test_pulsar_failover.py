@@ -71,8 +71,9 @@ CASES = [
      "9:1", (0, 0, 0), (), (), "9:1", [], False),
     ("empty-target-window", x_msgs(3), [], cursor_of("5:2", read="5:3"), cursor_of("9:4"), None,
      (0, 0, 0), (), (), "9:4", [], False),
-    ("acknowledge-after-the-first-hole", x_msgs(8), y_copies(8), cursor_of("5:0", ["5:1..5:7"], "5:8"), cursor_of("9:-1"),
-     "9:7", (7, 0, 0), rng(("9:0", "9:0"), ("9:2", "9:7")), (), "9:0", ["9:2", "9:3", "9:4", "9:5", "9:6", "9:7"], False),
+    ("acknowledge-after-the-first-hole", x_msgs(8), y_copies(8), cursor_of("5:0", ["5:1..5:7"], "5:8"),
+     cursor_of("9:-1"), "9:7", (7, 0, 0), rng(("9:0", "9:0"), ("9:2", "9:7")), (), "9:0",
+     ["9:2", "9:3", "9:4", "9:5", "9:6", "9:7"], False),
 ]
 
 

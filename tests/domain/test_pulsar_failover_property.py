@@ -154,7 +154,7 @@ def oracle(xs, ys, cx: CursorAcks, cy: CursorAcks, end, x_sent: set, y_sent: set
             "to_acknowledge_count": sum(1 for t in y_msgs if should[t["pos"]] and P(t) > exact)}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(data=st.data())
 def test_failover_matches_per_message_oracle(data):
     recs = data.draw(histories())
