@@ -112,6 +112,23 @@ def _decode_all(spark: SparkSession, root: str) -> DataFrame:
     return decoded
 
 
+def _own_positions(entries: DataFrame, ledgers: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(entries on a ledger of their own topic, quarantine rows for the others). A dumped position whose ledger
+    the topic's stats-internal does not list belongs to a different topic (a misfiled or mixed-up dump): it is
+    quarantined with the reason, never audited as this topic's message. Topics without a ledgers list are kept."""
+    keys = ["cluster", "topic"]
+    listed = ledgers.select(*keys).distinct().withColumn("_listed", F.lit(True))
+    own = ledgers.select(*keys, "ledger_id").distinct().withColumn("_own", F.lit(True))
+    judged = entries.join(listed, keys, "left").join(own, keys + ["ledger_id"], "left")
+    foreign = F.col("_listed").isNotNull() & F.col("_own").isNull()
+    quarantine = judged.where(foreign).select(
+        F.lit(rows.SYSTEM).alias("system"), "cluster", "source_key", F.lit("dump-chunk").alias("payload_kind"),
+        F.concat(F.col("source_key"), F.lit(": field ledger_id: expected a ledger of "), F.col("topic"),
+                 F.lit(" (its stats-internal ledgers), got position "), F.col("ledger_id").cast("string"), F.lit(":"),
+                 F.col("entry_id").cast("string"), F.lit(" -- a position from a different topic")).alias("reason"))
+    return judged.where(~foreign).select(*entries.columns), quarantine
+
+
 class Tables(dict):
     """The tables, plus `unpersist()` for the cached decoded rows they are selected from."""
 
@@ -149,5 +166,7 @@ def normalize_pulsar(spark: SparkSession, raw_dir: str) -> Tables:
                .withColumn("replicated", F.col("replicated") | F.coalesce(F.col("is_replicated"), F.lit(False)))
                .select(*CURSORS.fieldNames()))
     tables = {name: part(name, schema.fieldNames()) for name, schema in SCHEMAS.items()}
-    tables.update({rows.TOPICS: topics, rows.SUBSCRIPTIONS: subscriptions, rows.CURSORS: cursors})
+    entries, foreign = _own_positions(tables[rows.ENTRIES], tables[rows.LEDGERS])
+    tables.update({rows.TOPICS: topics, rows.SUBSCRIPTIONS: subscriptions, rows.CURSORS: cursors,
+                   rows.ENTRIES: entries, rows.QUARANTINE: tables[rows.QUARANTINE].unionByName(foreign)})
     return Tables({name: df.select(*SCHEMAS[name].fieldNames()) for name, df in tables.items()}, cached=decoded)

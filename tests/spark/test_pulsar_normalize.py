@@ -68,6 +68,8 @@ def _raw(root: Path) -> Path:
                                                           publish_time_ms=T0)
            + encode_entry_line(8, 1, b"bb", producer_name="p-west", sequence_id=7, publish_time_ms=T0 + 1,
                                replicated_from="west", properties={"__MSG_PROP_REPL_SOURCE_POSITION": "30:5"}))
+    # a position of a different topic filed under orders (ledger 77 is not one of orders' ledgers)
+    _write(raw, o + "dump/77/0-0.jsonl", encode_entry_line(77, 0, b"z", producer_name="p-east", sequence_id=9))
     _write(raw, "pulsar/east/topics/t/ns/txlog/stats-internal.json",
            (REAL / "pulsar-stats-internal-01.json").read_bytes())
     _write(raw, "pulsar/east/topics/t/ns/txlog/stats.json", (REAL / "pulsar-stats-replication-07.json").read_bytes())
@@ -180,6 +182,7 @@ def test_quarantine_keeps_bookkeeper_rows_and_names_source_and_field(out):
                     ("pulsar", E + "broken/stats.json", "stats"),
                     ("pulsar", E + "empty/stats-internal.json", "stats-internal"),
                     ("pulsar", E + "orders/dump/5/2-4.jsonl", "dump-chunk"),
+                    ("pulsar", E + "orders/dump/77/0-0.jsonl", "dump-chunk"),
                     ("pulsar", E + "orders/dump/8/0-2.jsonl", "dump-chunk")]
     reasons = {r["source_key"]: r["reason"] for r in tables["quarantine"]}
     assert reasons[E + "broken/stats-internal.json"] == (
@@ -189,7 +192,10 @@ def test_quarantine_keeps_bookkeeper_rows_and_names_source_and_field(out):
     assert reasons[E + "orders/dump/5/2-4.jsonl"] == (
         E + "orders/dump/5/2-4.jsonl:line 3: field headers.X-Pulsar-Message-ID: expected '5:4' (the position "
             "asked for), got '5:9'")
-    assert counts["quarantine"] == 7 and counts["pulsar_entries"] == 4 and counts["pulsar_topics"] == 3
+    assert reasons[E + "orders/dump/77/0-0.jsonl"] == (
+        E + "orders/dump/77/0-0.jsonl: field ledger_id: expected a ledger of persistent://t/ns/orders (its "
+            "stats-internal ledgers), got position 77:0 -- a position from a different topic")
+    assert counts["quarantine"] == 8 and counts["pulsar_entries"] == 4 and counts["pulsar_topics"] == 3
 
 
 def test_no_pulsar_raw_data_still_writes_every_table_and_replaces_old_pulsar_rows(spark, tmp_path):
