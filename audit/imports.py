@@ -4,7 +4,6 @@ Ledger metadata passes through the same password redaction as collection; a znod
 decoded (so cannot be redacted safely) is rejected with the reason and not stored."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Iterable
 from urllib.parse import quote
@@ -29,15 +28,18 @@ BOOKKEEPER_KINDS = ("ledger-metadata", "ledger-metadata-http", "entries-of-ledge
 # Pulsar hand-taken dumps: kind -> file name inside the topic folder (docs/pulsar-contracts.md, raw layout).
 PULSAR_KINDS = {"stats-internal": "stats-internal.json", "stats": "stats.json",
                 "replicated-status": "replicated-status.json", "dump": None}
-_TOPIC = re.compile(r"^persistent://([^/\s]+)/([^/\s]+)/([^/\s]+)$")
 
 
 def pulsar_topic_folder(topic: str) -> str:
-    """`persistent://t/ns/x` -> `topics/t/ns/x` (where the collectors keep a topic's evidence)."""
-    m = _TOPIC.match(topic or "")
-    if m is None or any(part in (".", "..") for part in m.groups()):
-        raise ValueError(f"--topic {topic!r}: expected persistent://tenant/namespace/topic")
-    return "topics/" + "/".join(m.groups())
+    """`persistent://t/ns/x` -> `topics/t/ns/x`: the folder the collector itself keeps the topic's evidence in."""
+    from audit.collectors.pulsar.discovery import parse_topic
+
+    try:
+        if not isinstance(topic, str) or any(c.isspace() for c in topic):
+            raise ValueError(topic)
+        return parse_topic(topic).folder
+    except ValueError:
+        raise ValueError(f"--topic {topic!r}: expected persistent://tenant/namespace/topic") from None
 
 
 def import_pulsar(writer, cluster: str, kind: str, paths: Iterable[Path], topic: str | None,

@@ -14,17 +14,13 @@ import json
 import urllib.parse
 
 from audit.collectors.base import CollectionReport, RawSink
+from audit.collectors.pulsar.discovery import parse_topic
 from audit.config.model import PulsarDump
 from audit.lab.pulsar_model import Entry
 from audit.lab.pulsar_payloads import OCTET_STREAM, entry_headers, jackson, replicated_status, stats_internal, \
     topic_stats
 from audit.lab.pulsar_topic import Topic
 from audit.lab.pulsar_world import World
-
-
-def topic_folder(name: str) -> str:
-    """`persistent://t/ns/x` -> `topics/t/ns/x`."""
-    return "topics/" + name[len("persistent://"):]
 
 
 def headers_dict(headers: list[tuple[str, str]]) -> dict[str, str | list[str]]:
@@ -79,7 +75,7 @@ def _dump(topic: Topic, folder: str, sink: RawSink, dump: PulsarDump, report: Co
 
 
 def emit_topic(world: World, topic: Topic, sink: RawSink, dump: PulsarDump, report: CollectionReport) -> None:
-    folder = topic_folder(topic.name)
+    folder = parse_topic(topic.name).folder  # the collector's own layout
     sink.put(f"{folder}/stats-internal.json", jackson(stats_internal(topic)))
     sink.put(f"{folder}/stats.json", jackson(topic_stats(topic, world.as_of_ms)))
     report.count("topics")
