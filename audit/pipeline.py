@@ -116,7 +116,10 @@ def _collect(ctx: RunContext, system: str, cluster, sink):
         if cluster.source == "lab":
             from audit.lab.pulsar_runner import collect_lab_pulsar_cluster
 
-            return collect_lab_pulsar_cluster(cluster, sink, ctx.secrets, ctx.as_of_ms)
+            th = ctx.estate.thresholds
+            return collect_lab_pulsar_cluster(cluster, sink, ctx.secrets, ctx.as_of_ms, {
+                "replicator_backlog_max": th.pulsar_replicator_backlog_max,
+                "snapshot_max_age_s": th.pulsar_snapshot_max_age_s})
         from audit.collectors.pulsar.collector import PulsarCollector
 
         return PulsarCollector().collect(cluster, sink, ctx.secrets), None

@@ -37,9 +37,15 @@ def lab_world(lab: dict[str, Any] | None, as_of_ms: int) -> tuple[World, dict[st
         return _cache[key]
 
 
-def collect_lab_pulsar_cluster(cluster, sink, secrets, as_of_ms: int) -> tuple[CollectionReport, dict[str, Any]]:
-    """`cluster` is a PulsarCluster with source "lab"; `secrets` is unused (the lab has no credentials)."""
-    world, everything = lab_world(cluster.lab, as_of_ms)
+def collect_lab_pulsar_cluster(cluster, sink, secrets, as_of_ms: int,
+                               thresholds: dict[str, int] | None = None) -> tuple[CollectionReport, dict[str, Any]]:
+    """`cluster` is a PulsarCluster with source "lab"; `secrets` is unused (the lab has no credentials).
+    `thresholds` (replicator_backlog_max, snapshot_max_age_s) are the estate's, which the audit applies: the
+    ground truth judges by the same ones unless the lab mapping sets its own."""
+    lab = dict(cluster.lab or {})
+    for key, value in (thresholds or {}).items():
+        lab.setdefault(key, value)
+    world, everything = lab_world(lab, as_of_ms)
     if cluster.name not in world.clusters:
         raise UnknownLabCluster(cluster.name, world.cluster_names)
     report = emit_cluster(world, cluster.name, sink, cluster.dump)
