@@ -114,7 +114,7 @@ def _collect(ctx: RunContext, system: str, cluster, sink):
     """(CollectionReport, lab ground truth or None) of one cluster."""
     if system == "pulsar":
         if cluster.source == "lab":
-            from audit.lab.pulsar_runner import collect_lab_pulsar_cluster
+            from audit.lab.pulsar.runner import collect_lab_pulsar_cluster
 
             th = ctx.estate.thresholds
             return collect_lab_pulsar_cluster(cluster, sink, ctx.secrets, ctx.as_of_ms, {
@@ -124,7 +124,7 @@ def _collect(ctx: RunContext, system: str, cluster, sink):
 
         return PulsarCollector().collect(cluster, sink, ctx.secrets), None
     if cluster.source == "lab":
-        from audit.lab.runner import collect_lab_cluster
+        from audit.lab.bookkeeper.runner import collect_lab_cluster
 
         return collect_lab_cluster(cluster, sink, ctx.secrets, ctx.as_of_ms,
                                    ctx.estate.thresholds.open_ledger_max_age_s)

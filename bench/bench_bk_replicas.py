@@ -29,7 +29,7 @@ from audit.domain.bookkeeper.striping import count_expected  # noqa: E402
 
 def _audit(spark, state_path: str, out: str, engine: str = "mapInArrow") -> tuple[float, dict]:
     """Timed: read ledger_state Parquet, run replica_audit, write the three outputs as Parquet."""
-    from audit.transforms.bookkeeper import replica_audit
+    from audit.transforms.bookkeeper.spark import replica_audit
 
     t0 = time.perf_counter()
     state = spark.read.parquet(state_path)

@@ -16,7 +16,7 @@ TARGET_PER_S = 5000
 
 
 def _load(client, n: int, window: int = 1000) -> None:
-    from tests.collectors.bkdata import closed_ledger, legacy_path, znode
+    from tests.collectors.bookkeeper.data import closed_ledger, legacy_path, znode
 
     ensemble = ("bk1.example:3181", "bk2.example:3181", "bk3.example:3181")
     paths = [f"/ledgers/{legacy_path(i)}" for i in range(1, n + 1)]

@@ -104,7 +104,7 @@ def _marker(cluster, topic, pos, kind, at: int, **kw) -> dict:
 def _schema(name: str) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from audit.transforms.pulsar_audit import INPUTS
+    from audit.transforms.pulsar.audit import INPUTS
 
     return to_arrow_schema(INPUTS[name])
 

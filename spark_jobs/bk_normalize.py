@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 
-from audit.transforms.bookkeeper import normalize_bookkeeper
+from audit.transforms.bookkeeper.spark import normalize_bookkeeper
 
 
 def run(spark, raw_dir: str, tables_dir: str) -> dict:

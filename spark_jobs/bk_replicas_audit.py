@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from audit.transforms.bookkeeper import ledger_state, replica_audit
+from audit.transforms.bookkeeper.spark import ledger_state, replica_audit
 
 OUTPUTS = {"metrics": ("metrics", "bk_ledger_replicas"), "fragments": ("findings", "bk_missing_fragments"),
            "violations": ("findings", "violations")}

@@ -25,7 +25,7 @@ OUTPUTS = {"pulsar_failover": ("metrics", "pulsar_failover"), "pulsar_snapshots"
 def _read(spark, tables_dir: str) -> dict:
     """Every input table that exists and holds Parquet files, read with the columns the audit uses (given, so
     no schema-inference job per table; a column the files lack reads as null). The rest count as empty."""
-    from audit.transforms.pulsar_audit import INPUTS
+    from audit.transforms.pulsar.audit import INPUTS
 
     out = {}
     for name, schema in INPUTS.items():
@@ -56,7 +56,7 @@ def run(spark, tables_dir: str, root: str, *, run_id: str = "", as_of_ms: int | 
         snapshot_cache_limit: int = DEFAULT_CACHE_LIMIT) -> dict:
     """Returns {pulsar_failover, pulsar_snapshots, pulsar_violations: row counts, pulsar_violations_by_check}
     (keys prefixed: the pipeline merges them into the BookKeeper job's result)."""
-    from audit.transforms.pulsar_audit import empty_tables, pulsar_audit
+    from audit.transforms.pulsar.audit import empty_tables, pulsar_audit
 
     tables = _read(spark, tables_dir) or empty_tables(spark)
     frames = pulsar_audit(tables, run_id=run_id, as_of_ms=as_of_ms, replicator_backlog_max=replicator_backlog_max,

@@ -15,8 +15,8 @@ import uuid
 
 import pyarrow.parquet as pq
 
-from audit.transforms.pulsar_normalize import QUARANTINE, normalize_pulsar
-from audit.transforms.pulsar_normalize_rows import QUARANTINE as QUARANTINE_TABLE, SYSTEM
+from audit.transforms.pulsar.normalize import QUARANTINE, normalize_pulsar
+from audit.transforms.pulsar.decode import QUARANTINE as QUARANTINE_TABLE, SYSTEM
 
 
 def _rows_written(path: str) -> int:

@@ -94,7 +94,7 @@ def cmd_collect(args) -> int:
 def cmd_import(args) -> int:
     """Hand-taken dumps into raw/<system>/<cluster>/<kind>/..., as a published run to audit with --from-raw."""
     from audit import pipeline
-    from audit.imports import import_paths
+    from audit.cli.import_dumps import import_paths
 
     estate = _load(args.estate)
     try:

@@ -238,7 +238,7 @@ def _alerts(r: Reader, value: Any) -> Alerts:
 
 
 def _systems(r: Reader, value: Any) -> dict[str, tuple]:
-    from audit.config.estate_pulsar import pulsar_clusters
+    from audit.config.pulsar import pulsar_clusters
 
     r.mapping("systems", value, SYSTEMS)
     systems = {"bookkeeper": _bookkeeper_clusters(r, value), "pulsar": pulsar_clusters(r, value.get("pulsar"), _timeouts)}

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
-from audit.report.pulsar import failover_scorecard, pulsar_metrics
+from audit.report.sections.pulsar import failover_scorecard, pulsar_metrics
 from audit.validate.outcome import ValidationOutcome
 
 SEVERITIES = ("critical", "major", "minor", "warning")

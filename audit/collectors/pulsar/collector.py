@@ -23,7 +23,7 @@ from audit.collectors.pulsar.admin_client import AdminClient, RetryPolicy, quote
 from audit.collectors.pulsar.discovery import TopicName, discover_topics
 from audit.collectors.pulsar.dump import DUMP_KEY, DumpSettings, TopicDump, stored
 from audit.collectors.pulsar.reader import PulsarClientReaderSource, ReaderSource
-from audit.collectors.pulsar.window import plan_window, replicated_subscriptions
+from audit.collectors.pulsar.dump_window import plan_window, replicated_subscriptions
 from audit.config.model import PulsarCluster
 from audit.config.secrets import SecretResolver
 from audit.formats.errors import PayloadError

@@ -21,7 +21,7 @@ from audit.collectors.base import CollectionReport, RawSink
 from audit.collectors.pulsar.admin_client import AdminClient, excerpt, is_html
 from audit.collectors.pulsar.discovery import TopicName
 from audit.collectors.pulsar.reader import ReaderEntry, ReaderFeed, ReaderSource, server_only_positions
-from audit.collectors.pulsar.window import Chunk, DumpWindow, LedgerSpan, plan_chunks
+from audit.collectors.pulsar.dump_window import Chunk, DumpWindow, LedgerSpan, plan_chunks
 from audit.domain.pulsar.positions import Position
 
 log = logging.getLogger(__name__)

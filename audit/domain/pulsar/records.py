@@ -1,5 +1,5 @@
 """Windows and cursors from plain records, for small inputs (tests, oracles, hand-made cases). The Spark path
-builds the same Window from Arrow columns (audit/transforms/pulsar_audit_arrow.py).
+builds the same Window from Arrow columns (audit/transforms/pulsar/audit_rows.py).
 
 Entry record keys (all optional but the position): `pos` "L:E", producer, sequence, publish_time,
 replicated_from, source_position "L:E", replicate_to [clusters], marker_type, snapshot_id, source_cluster,

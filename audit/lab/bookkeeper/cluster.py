@@ -1,0 +1,134 @@
+"""The lab BookKeeper cluster: build it from the estate's `lab:` block, read its state, and emit the native
+payloads the real collectors fetch (raw keys of docs/contracts.md, relative to raw/bookkeeper/<cluster>/).
+
+    lab = build_lab({"seed": 7}, as_of_ms)
+    truth = emit(lab, sink)          # sink.put(relative_key, bytes); truth -> raw/_lab/ground_truth.json
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+from audit.domain.bookkeeper.model import LedgerMetadata
+from audit.formats.bookkeeper import availability, ledger_metadata, protocol
+from audit.lab.bookkeeper.config import LabConfig, parse_lab_config
+from audit.lab.bookkeeper.scenario import LabState, run_scenario
+from audit.lab.bookkeeper.truth import UNREACHABLE, bookie_lists, ensemble_bookies, ground_truth
+
+DEFAULT_CLUSTER = "bk-lab"
+INT32_MAX = 2**31 - 1
+
+
+class RawSink(Protocol):
+    def put(self, relative_key: str, data: bytes) -> None: ...
+
+
+def znode_path(ledger_id: int) -> str:
+    """Path under the ledgers root of the hybrid hierarchical manager (formats.md §1.3): 2-4-4 of %010d
+    below Integer.MAX_VALUE, else 3-4-4-4-4 of %019d."""
+    if ledger_id < INT32_MAX:
+        s = f"{ledger_id:010d}"
+        return f"{s[:2]}/{s[2:6]}/L{s[6:]}"
+    s = f"{ledger_id:019d}"
+    return f"{s[:3]}/{s[3:7]}/{s[7:11]}/{s[11:15]}/L{s[15:]}"
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, indent=2, sort_keys=True).encode()
+
+
+class BookKeeperLab:
+    """A simulated cluster after its run. Read-only views for emitters and for protocol test servers."""
+
+    def __init__(self, state: LabState, cluster: str):
+        self.state, self.cluster = state, cluster
+        self._truth: dict[str, Any] | None = None
+
+    @property
+    def config(self) -> LabConfig:
+        return self.state.config
+
+    @property
+    def as_of_ms(self) -> int:
+        return self.state.as_of_ms
+
+    @property
+    def bookies(self) -> list[str]:
+        return list(self.state.cluster.bookies)
+
+    @property
+    def racks(self) -> dict[str, str]:
+        return dict(self.state.cluster.racks)
+
+    @property
+    def ledger_ids(self) -> list[int]:
+        return sorted(self.state.metadata)
+
+    def metadata(self, ledger_id: int) -> LedgerMetadata:
+        return self.state.metadata[ledger_id]
+
+    def ensemble_bookies(self, ledger_id: int) -> list[str]:
+        return ensemble_bookies(self.state.metadata[ledger_id])
+
+    def znode_path(self, ledger_id: int) -> str:
+        return znode_path(ledger_id)
+
+    def znode(self, ledger_id: int, with_password: bool = False) -> bytes:
+        """The znode value; with the ledger password as ZooKeeper holds it, or redacted (empty) as stored."""
+        md = self.state.metadata[ledger_id]
+        password = self.state.passwords.get(ledger_id, b"") if with_password else b""
+        return ledger_metadata.encode_znode(md, version=md.format_version, password=password)
+
+    def entries_on(self, bookie: str, ledger_id: int) -> list[int] | None:
+        """Entry ids the bookie stores for the ledger, ascending; None when it has nothing (ENOLEDGER)."""
+        if bookie not in self.state.cluster.store:
+            raise KeyError(f"unknown lab bookie {bookie!r}")
+        held = self.state.cluster.entries(bookie, ledger_id)
+        return sorted(held) if held else None
+
+    def reachable(self, bookie: str) -> bool:
+        """Whether the bookie answers at the snapshot (crashed or unreachable ones do not)."""
+        if bookie not in self.state.cluster.store:
+            raise KeyError(f"unknown lab bookie {bookie!r}")
+        return self.state.cluster.answers(bookie, self.state.as_of_ms)
+
+    def bookie_lists(self) -> dict[str, list[str]]:
+        return bookie_lists(self.state)
+
+    def ground_truth(self) -> dict[str, Any]:
+        if self._truth is None:
+            self._truth = ground_truth(self.state, self.cluster)
+        return self._truth
+
+    def entries_of_ledger_answer(self, bookie: str, ledger_id: int, txn_id: int) -> bytes:
+        """The bookie's v3 Response body to GetListOfEntriesOfLedger (EOK with availability, or ENOLEDGER)."""
+        held = self.entries_on(bookie, ledger_id)
+        if held is None:
+            return protocol.encode_response(txn_id, ledger_id, "ENOLEDGER", None)
+        return protocol.encode_response(txn_id, ledger_id, "EOK", availability.encode_entries(held))
+
+
+def build_lab(cfg: dict | None, as_of_ms: int, *, cluster: str = DEFAULT_CLUSTER) -> BookKeeperLab:
+    """Run the simulation described by the estate's `lab:` block (LabConfigError names a bad field)."""
+    return BookKeeperLab(run_scenario(parse_lab_config(cfg), as_of_ms), cluster)
+
+
+def emit(lab: BookKeeperLab, sink: RawSink) -> dict[str, Any]:
+    """Write what a collector would store for this cluster; -> the ground truth dict."""
+    for lid in lab.ledger_ids:
+        sink.put(f"ledger-metadata/{znode_path(lid)}", lab.znode(lid, with_password=False))
+    txn: dict[str, int] = {}
+    for lid in lab.ledger_ids:
+        for bookie in lab.ensemble_bookies(lid):
+            prefix = f"entries-of-ledger/{bookie}/{lid}"
+            if not lab.reachable(bookie):
+                why = "connection refused" if lab.state.cluster.registration(bookie, lab.as_of_ms) == "gone" \
+                    else "no answer"
+                sink.put(prefix + ".error.json", json.dumps(
+                    {"error": UNREACHABLE, "message": f"{bookie}: {why}"}, sort_keys=True).encode())
+                continue
+            txn[bookie] = txn.get(bookie, 0) + 1
+            sink.put(prefix + ".pb", lab.entries_of_ledger_answer(bookie, lid, txn[bookie]))
+    sink.put("bookies/available.json", _json(lab.bookie_lists()))
+    sink.put("bookies/racks.json", _json(lab.racks))
+    return lab.ground_truth()

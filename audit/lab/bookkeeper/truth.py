@@ -1,0 +1,167 @@
+"""Ground truth of a lab run, computed from the simulation state alone -- never from the audit's code.
+
+Replica counts follow ReplicasCheck (formats.md §1.7), one entry at a time: for a CLOSED ledger with
+lastEntryId >= 0, m(e) = number of bookies of e's write set in the metadata that answer and do not hold e
+(a bookie without the ledger answers ENOLEDGER: it holds nothing); bookies that do not answer are not
+counted. lost: Qw - m == 0, below ack quorum: Qw - m < Qa, below write quorum: Qw - m < Qw."""
+from __future__ import annotations
+
+from typing import Any
+
+from audit.domain.bookkeeper.model import CLOSED, LedgerMetadata
+from audit.lab.bookkeeper.scenario import LabState
+
+MIN_RACKS_PER_WRITE_QUORUM = 2   # the estate default (thresholds.min_racks_per_write_quorum)
+COUNT_CHECKS = (("bk.entries_lost", "entries_lost", "no replica left"),
+                ("bk.entries_below_ack_quorum", "entries_below_ack_quorum", "fewer replicas than the ack quorum"),
+                ("bk.entries_below_write_quorum", "entries_below_write_quorum",
+                 "fewer replicas than the write quorum"))
+UNREACHABLE = "unreachable"
+
+
+def ensemble_bookies(md: LedgerMetadata) -> list[str]:
+    """Every bookie the metadata names, in order of first appearance."""
+    return list(dict.fromkeys(b for seg in md.segments for b in seg.ensemble))
+
+
+def bookie_lists(state: LabState) -> dict[str, list[str]]:
+    """What /ledgers/available, /available/readonly and /cookies list at the snapshot."""
+    c, at = state.cluster, state.as_of_ms
+    return {"available": sorted(b for b in c.bookies if c.registration(b, at) == "available"),
+            "readonly": sorted(b for b in c.bookies if c.registration(b, at) == "readonly"),
+            "cookies": sorted(c.bookies)}
+
+
+def ground_truth(state: LabState, cluster: str) -> dict[str, Any]:
+    c, at = state.cluster, state.as_of_ms
+    lists = bookie_lists(state)
+    registered = set(lists["available"]) | set(lists["readonly"])
+    findings: list[dict[str, Any]] = []
+    gaps: list[dict[str, Any]] = []
+    fragments: list[dict[str, Any]] = []
+    replicas: list[dict[str, Any]] = []
+
+    def finding(check: str, lid: int, detail: str, **extra: Any) -> None:
+        findings.append({"check": check, "cluster": cluster, "ledger_id": lid, **extra, "detail": detail,
+                         "faults": sorted(state.roles[lid])})
+
+    for lid in sorted(state.metadata):
+        md = state.metadata[lid]
+        names = ensemble_bookies(md)
+        for b in names:
+            if not c.answers(b, at):
+                gaps.append({"cluster": cluster, "source": "bookie", "bookie": b, "ledger_id": lid,
+                             "error": UNREACHABLE})
+            if b not in registered:
+                check = "bk.ensemble_dead_bookie" if b in lists["cookies"] else "bk.ensemble_unknown_bookie"
+                finding(check, lid, f"ensemble names {b}, which is not registered as available or read-only",
+                        bookie=b)
+        bad = _placement_violations(md, c.racks)
+        if bad:
+            finding("bk.placement_violation", lid,
+                    f"{len(bad)} write set(s) span fewer than {MIN_RACKS_PER_WRITE_QUORUM} racks, e.g. "
+                    f"segment {bad[0][0]} bookies {list(bad[0][1])}")
+        if md.state != CLOSED and md.ctime is not None:
+            age = at - md.ctime
+            if age > state.config.open_ledger_max_age_s * 1000:
+                finding("bk.ledger_open_too_long", lid,
+                        f"{md.state} for {age // 3_600_000} h (ctime {md.ctime}), limit "
+                        f"{state.config.open_ledger_max_age_s} s", open_age_ms=age)
+        if md.state == CLOSED and md.last_entry_id >= 0:
+            counts, frags = _replica_counts(md, lambda b: c.entries(b, lid) or set(), lambda b: c.answers(b, at))
+            counts["ledger_id"] = lid
+            replicas.append(counts)
+            for frag in frags:
+                fragments.append({"cluster": cluster, "ledger_id": lid, **frag})
+            # One finding per entry: disjoint bands (0 replicas; 1..Qa-1; Qa..Qw-1) of the nested counts.
+            bands = {"entries_lost": counts["entries_lost"],
+                     "entries_below_ack_quorum": counts["entries_below_ack_quorum"] - counts["entries_lost"],
+                     "entries_below_write_quorum": counts["entries_below_write_quorum"]
+                     - counts["entries_below_ack_quorum"]}
+            for check, key, what in COUNT_CHECKS:
+                if bands[key] > 0:
+                    finding(check, lid, f"{bands[key]} of {counts['entries']} entries with {what} "
+                            f"(Qw {md.write_quorum_size}, Qa {md.ack_quorum_size})", entry_count=bands[key])
+            for b in names:
+                if c.answers(b, at):
+                    outside = _outside(md, b, c.entries(b, lid) or set())
+                    if outside:
+                        finding("bk.entries_outside_ensemble", lid,
+                                f"{b} holds {outside} entries the metadata places on other bookies",
+                                bookie=b, entry_count=outside)
+    by_check: dict[str, int] = {}
+    for f in findings:
+        by_check[f["check"]] = by_check.get(f["check"], 0) + 1
+    flagged = {f["ledger_id"] for f in findings}
+    return {
+        "system": "bookkeeper", "cluster": cluster, "seed": state.config.seed, "as_of_ms": at,
+        "findings": findings,
+        "coverage_gaps": gaps,
+        "missing_fragments": fragments,
+        "replicas": replicas,
+        "faults": [{k: v for k, v in f.items()} for f in state.faults],
+        "summary": {"ledgers": len(state.metadata), "ledgers_with_findings": len(flagged),
+                    "healthy_ledgers": len(state.metadata) - len(flagged),
+                    "open_ledgers": sum(1 for md in state.metadata.values() if md.state != CLOSED),
+                    "findings_by_check": dict(sorted(by_check.items())),
+                    "unavailable_bookies": sorted({g["bookie"] for g in gaps})},
+    }
+
+
+def _replica_counts(md: LedgerMetadata, held, answers) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    E, Qw, Qa = md.ensemble_size, md.write_quorum_size, md.ack_quorum_size
+    lost = below_ack = below_write = entries = 0
+    worst = 0
+    frags = []
+    for seg, first, last in md.segment_bounds():
+        if last < first:
+            continue   # an empty segment expects nothing
+        holders = [held(b) if answers(b) else None for b in seg.ensemble]
+        missing_at = [0] * len(seg.ensemble)
+        for e in range(first, last + 1):
+            m = 0
+            for w in range(Qw):
+                i = (e + w) % E
+                h = holders[i]
+                if h is not None and e not in h:
+                    m += 1
+                    missing_at[i] += 1
+            copies = Qw - m
+            entries += 1
+            worst = max(worst, m)
+            lost += copies == 0
+            below_ack += copies < Qa
+            below_write += copies < Qw
+        for i, count in enumerate(missing_at):
+            if count:
+                frags.append({"segment_first_entry_id": first, "segment_last_entry_id": last,
+                              "bookie": seg.ensemble[i], "bookie_index": i, "missing_count": count})
+    unavailable = sum(1 for b in ensemble_bookies(md) if not answers(b))
+    return ({"state": md.state, "entries": entries, "least_replicas": Qw - worst, "entries_lost": lost,
+             "entries_below_ack_quorum": below_ack, "entries_below_write_quorum": below_write,
+             "unavailable_bookies": unavailable}, frags)
+
+
+def _outside(md: LedgerMetadata, bookie: str, held: set[int]) -> int:
+    """Entries `bookie` holds that no write set of the metadata assigns to it (CLOSED ledgers)."""
+    E, Qw = md.ensemble_size, md.write_quorum_size
+    bounds = [(first, last, [i for i, b in enumerate(seg.ensemble) if b == bookie])
+              for seg, first, last in md.segment_bounds()]
+    count = 0
+    for e in held:
+        # entry e is on index i iff i is one of (e + w) % E, w < Qw, i.e. (i - e) % E < Qw
+        expected = any(first <= e <= last and any((i - e) % E < Qw for i in idxs) for first, last, idxs in bounds)
+        count += not expected
+    return count
+
+
+def _placement_violations(md: LedgerMetadata, racks: dict[str, str]) -> list[tuple[int, tuple[str, ...]]]:
+    need = min(md.write_quorum_size, MIN_RACKS_PER_WRITE_QUORUM)
+    bad = []
+    for seg in md.segments:
+        size = len(seg.ensemble)
+        for i in range(size):
+            ws = tuple(seg.ensemble[(i + w) % size] for w in range(md.write_quorum_size))
+            if len({racks.get(b, "?" + b) for b in ws}) < need:
+                bad.append((seg.first_entry_id, ws))
+    return bad

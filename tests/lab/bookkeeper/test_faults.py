@@ -1,0 +1,254 @@
+"""The default lab: every injected fault shows up in the emitted payloads exactly as the ground truth claims,
+checked by decoding those payloads and counting entry by entry (tests/lab/pulsar/payload_oracle.py)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from audit.domain.bookkeeper.model import CLOSED, OPEN
+from audit.formats.bookkeeper import ledger_metadata
+from audit.lab.bookkeeper import build_lab, emit
+from tests.lab.pulsar.payload_oracle import replica_bands, DictSink, expected_on, read_snapshot, replica_counts
+
+AS_OF = 1_760_000_000_000
+
+
+@pytest.fixture(scope="module")
+def run():
+    lab = build_lab({"seed": 7}, AS_OF)
+    sink = DictSink()
+    truth = emit(lab, sink)
+    return lab, sink, read_snapshot(sink), truth
+
+
+def faults_of(truth, kind):
+    found = [f for f in truth["faults"] if f["kind"] == kind]
+    assert found, f"default fault set lacks {kind}"
+    return found
+
+
+def findings(truth, ledger_id=None, check=None):
+    return [f for f in truth["findings"]
+            if (ledger_id is None or f["ledger_id"] == ledger_id) and (check is None or f["check"] == check)]
+
+
+def test_count_findings_match_a_per_entry_count_over_the_payloads(run):
+    lab, sink, snap, truth = run
+    expected = set()
+    for lid, md in snap.metadata.items():
+        if md.state != CLOSED or md.last_entry_id < 0:
+            continue
+        c = replica_counts(snap, lid)
+        expected |= {(check, lid, n) for check, n in replica_bands(c)}
+    claimed = {(f["check"], f["ledger_id"], f["entry_count"]) for f in truth["findings"]
+               if f["check"] in ("bk.entries_lost", "bk.entries_below_ack_quorum", "bk.entries_below_write_quorum")}
+    assert claimed == expected
+    assert {c for c, _, _ in expected} == {"bk.entries_lost", "bk.entries_below_ack_quorum",
+                                           "bk.entries_below_write_quorum"}
+
+
+def test_healthy_ledgers_are_the_majority_and_all_replicated(run):
+    lab, sink, snap, truth = run
+    flagged = {f["ledger_id"] for f in truth["findings"]}
+    assert len(snap.metadata) == 60 == truth["summary"]["ledgers"]
+    assert len(snap.metadata) - len(flagged) > len(snap.metadata) / 2
+    for lid in set(snap.metadata) - flagged:
+        md = snap.metadata[lid]
+        if md.state == CLOSED:
+            c = replica_counts(snap, lid)
+            assert c["below_write"] == 0 and c["entries"] == md.last_entry_id + 1
+
+
+def test_metadata_mixes_format_versions_and_names_the_pulsar_topic(run):
+    lab, sink, snap, truth = run
+    versions = {md.format_version for md in snap.metadata.values()}
+    assert versions == {1, 2, 3}
+    for md in snap.metadata.values():
+        if md.format_version > 1:
+            assert md.custom_metadata["application"] == b"pulsar"
+            assert md.custom_metadata["component"] == b"managed-ledger"
+            assert md.custom_metadata["pulsar/managed-ledger"].decode().count("/persistent/") == 1
+            assert md.has_password
+        assert md == lab.metadata(md.ledger_id)   # decoding the stored bytes gives back the simulated metadata
+
+
+def test_stored_znodes_carry_no_password_but_zookeeper_ones_do(run):
+    lab, sink, snap, truth = run
+    for lid in lab.ledger_ids:
+        stored = sink[f"ledger-metadata/{lab.znode_path(lid)}"]
+        in_zk = lab.znode(lid, with_password=True)
+        assert ledger_metadata.redact_password(in_zk, "zk") == stored
+        if lab.metadata(lid).format_version > 1:
+            assert in_zk != stored and b"lab-pw-" in in_zk and b"lab-pw-" not in stored
+
+
+def test_every_ensemble_bookie_is_asked_about_every_ledger(run):
+    lab, sink, snap, truth = run
+    for lid, md in snap.metadata.items():
+        for seg in md.segments:
+            for b in seg.ensemble:
+                assert (b, lid) in snap.answers or (b, lid) in snap.errors
+    assert set(snap.racks) == set(lab.bookies) and len(set(snap.racks.values())) == 3
+    assert snap.bookies["cookies"] == sorted(lab.bookies)
+
+
+def test_bookie_crash_leaves_ledgers_naming_a_dead_bookie(run):
+    lab, sink, snap, truth = run
+    for fault in faults_of(truth, "bookie_crash"):
+        dead = fault["params"]["bookie"]
+        assert dead not in snap.bookies["available"] + snap.bookies["readonly"] and dead in snap.bookies["cookies"]
+        across = 0
+        for lid in fault["ledgers"]:
+            assert [f["bookie"] for f in findings(truth, lid, "bk.ensemble_dead_bookie")] == [dead]
+            assert snap.errors[(dead, lid)]["error"] == "unreachable"
+            md = snap.metadata[lid]
+            if len(md.segments) > 1:   # written across the crash: the writer replaced the dead bookie
+                across += 1
+                assert dead in md.segments[0].ensemble and dead not in md.segments[-1].ensemble
+            assert replica_counts(snap, lid)["below_write"] == 0   # its entries are unavailable, not missing
+        assert across == fault["params"]["ledgers_across"]
+        # every ledger naming the dead bookie is reported, not only the planned ones
+        naming = {lid for lid, md in snap.metadata.items() if any(dead in s.ensemble for s in md.segments)}
+        assert {f["ledger_id"] for f in findings(truth, check="bk.ensemble_dead_bookie")} == naming
+        assert dead in truth["summary"]["unavailable_bookies"]
+
+
+@pytest.mark.parametrize("kind", ["ensemble_change", "bookie_readonly"])
+def test_ensemble_change_is_healthy(run, kind):
+    lab, sink, snap, truth = run
+    for fault in faults_of(truth, kind):
+        bookie = fault["params"]["bookie"]
+        for lid in fault["ledgers"]:
+            md = snap.metadata[lid]
+            assert len(md.segments) == 2
+            second = md.segments[1].first_entry_id
+            assert bookie in md.segments[0].ensemble and bookie not in md.segments[1].ensemble
+            # the bookie stopped at the change: it holds nothing of the new segment
+            assert max(snap.answers[(bookie, lid)][1]) < second
+            assert findings(truth, lid) == []
+            assert replica_counts(snap, lid)["below_write"] == 0
+    if kind == "bookie_readonly":
+        assert [fault["params"]["bookie"]] == snap.bookies["readonly"]
+
+
+def test_replaced_ensemble_race_leaves_entries_on_bookies_the_metadata_does_not_name(run):
+    lab, sink, snap, truth = run
+    for fault in faults_of(truth, "replaced_ensemble_race"):
+        in_flight = fault["params"]["in_flight"]
+        for lid in fault["ledgers"]:
+            md = snap.metadata[lid]
+            assert (md.ensemble_size, md.write_quorum_size, md.ack_quorum_size) == (2, 2, 1)
+            assert len(md.segments) == 2
+            k = md.segments[1].first_entry_id
+            raced = range(k, k + in_flight)
+            new = md.segments[1].ensemble
+            for e in raced:
+                assert all(e not in (lab.entries_on(b, lid) or []) for b in new)
+                old_holders = [b for b in lab.bookies if e in (lab.entries_on(b, lid) or [])]
+                assert len(old_holders) == 2 and not set(old_holders) & set(new)
+            assert all(e in lab.entries_on(b, lid) for b in new for e in range(k + in_flight, md.last_entry_id + 1))
+            counts = {f["check"]: f["entry_count"] for f in findings(truth, lid) if "entry_count" in f}
+            assert counts == {"bk.entries_lost": in_flight, "bk.entries_outside_ensemble": in_flight}
+            # the old bookie still named by segment 0 answers with the raced entries it should not have
+            (outside,) = findings(truth, lid, "bk.entries_outside_ensemble")
+            held = snap.answers[(outside["bookie"], lid)][1]
+            assert held - expected_on(md, outside["bookie"]) == set(raced)
+            assert replica_counts(snap, lid)["lost"] == in_flight
+
+
+def test_disk_loss_answers_enoledger_for_the_lost_ledgers_only(run):
+    lab, sink, snap, truth = run
+    for fault in faults_of(truth, "disk_loss"):
+        bookie = fault["params"]["bookie"]
+        assert bookie in snap.bookies["available"]
+        kinds = set()
+        for lid in fault["ledgers"]:
+            assert snap.answers[(bookie, lid)] == ("ENOLEDGER", None)
+            md = snap.metadata[lid]
+            c = replica_counts(snap, lid)
+            assert c["below_write"] == len(expected_on(md, bookie)) > 0
+            got = {f["check"]: f["entry_count"] for f in findings(truth, lid)}
+            assert got == dict(replica_bands(c))   # disjoint bands: one finding per entry
+            kinds.add(c["below_ack"] > 0)
+        assert kinds == {True, False}   # Qw-1 < Qa for some ledgers, >= Qa for others
+        others = [lid for (b, lid), (status, _) in snap.answers.items() if b == bookie and lid not in fault["ledgers"]]
+        assert others and all(snap.answers[(bookie, lid)][0] == "EOK" for lid in others)
+
+
+def test_unreachable_bookie_is_a_coverage_gap_not_missing_data(run):
+    lab, sink, snap, truth = run
+    for fault in faults_of(truth, "unreachable_bookie"):
+        bookie = fault["params"]["bookie"]
+        assert bookie in snap.bookies["available"] and not lab.reachable(bookie)
+        naming = sorted(lid for (b, lid) in snap.errors if b == bookie)
+        assert set(fault["ledgers"]) <= set(naming)
+        gaps = sorted(g["ledger_id"] for g in truth["coverage_gaps"] if g["bookie"] == bookie)
+        assert gaps == naming
+        for lid in fault["ledgers"]:
+            assert findings(truth, lid) == []
+            # entries placed on it are not counted missing
+            assert replica_counts(snap, lid)["below_write"] == 0
+
+
+def test_closed_ledger_without_data(run):
+    lab, sink, snap, truth = run
+    for fault in faults_of(truth, "closed_without_data"):
+        for lid in fault["ledgers"]:
+            md = snap.metadata[lid]
+            assert md.state == CLOSED and md.length > 0
+            assert {snap.answers[(b, lid)] for s in md.segments for b in s.ensemble} == {("ENOLEDGER", None)}
+            n = md.last_entry_id + 1
+            got = {f["check"]: f["entry_count"] for f in findings(truth, lid)}
+            assert got == {"bk.entries_lost": n}
+
+
+def test_open_ledger_being_written_is_not_flagged(run):
+    lab, sink, snap, truth = run
+    for fault in faults_of(truth, "open_ledger_writing"):
+        for lid in fault["ledgers"]:
+            md = snap.metadata[lid]
+            assert md.state == OPEN and md.last_entry_id == -1 and AS_OF - md.ctime < 10 * 60_000
+            assert findings(truth, lid) == []
+            # its newest add has reached only part of its write set: a ReplicasCheck would misread it
+            newest = max(max(held) for (b, l), (_, held) in snap.answers.items() if l == lid and held)
+            holders = [b for (b, l), (_, held) in snap.answers.items() if l == lid and held and newest in held]
+            assert len(holders) < md.write_quorum_size
+
+
+def test_abandoned_open_ledger_is_open_too_long(run):
+    lab, sink, snap, truth = run
+    for fault in faults_of(truth, "open_ledger_abandoned"):
+        for lid in fault["ledgers"]:
+            md = snap.metadata[lid]
+            assert md.state == OPEN
+            (f,) = findings(truth, lid)
+            assert f["check"] == "bk.ledger_open_too_long"
+            assert f["open_age_ms"] == AS_OF - md.ctime >= fault["params"]["age_hours"] * 3_600_000
+
+
+def test_placement_violation_puts_every_write_set_in_one_rack(run):
+    lab, sink, snap, truth = run
+    violating = {f["ledger_id"] for f in findings(truth, check="bk.placement_violation")}
+    for fault in faults_of(truth, "placement_violation"):
+        for lid in fault["ledgers"]:
+            md = snap.metadata[lid]
+            assert len({snap.racks[b] for s in md.segments for b in s.ensemble}) == 1
+        assert violating == set(fault["ledgers"])
+    for lid, md in snap.metadata.items():
+        if lid not in violating:
+            for s in md.segments:
+                for i in range(md.ensemble_size):
+                    ws = {snap.racks[s.ensemble[(i + w) % md.ensemble_size]] for w in range(md.write_quorum_size)}
+                    assert len(ws) >= 2
+
+
+def test_ground_truth_is_json_and_names_checks_from_the_contract(run):
+    lab, sink, snap, truth = run
+    allowed = {"bk.entries_lost", "bk.entries_below_ack_quorum", "bk.entries_below_write_quorum",
+               "bk.ensemble_unknown_bookie", "bk.ensemble_dead_bookie", "bk.placement_violation",
+               "bk.metadata_invariant", "bk.ledger_open_too_long", "bk.entries_outside_ensemble"}
+    assert json.loads(json.dumps(truth)) == truth
+    for f in truth["findings"]:
+        assert f["check"] in allowed and f["cluster"] == "bk-lab" and f["ledger_id"] in snap.metadata
+        assert f.get("entry_count", 1) > 0 and f["detail"]

@@ -1,0 +1,21 @@
+"""The lab's ground truth judges by the estate's thresholds, the ones the audit applies."""
+from audit.collectors.base import DirSink
+from audit.config.model import PulsarCluster
+from audit.lab.pulsar.runner import collect_lab_pulsar_cluster
+
+AS_OF_MS = 1_795_440_000_000
+
+
+def _backlog_findings(tmp_path, name, thresholds, lab=None):
+    cluster = PulsarCluster(name="east", source="lab", lab=lab or {"seed": 7})
+    _, truth = collect_lab_pulsar_cluster(cluster, DirSink(tmp_path / name), None, AS_OF_MS, thresholds)
+    return [f for f in truth["findings"] if f["check"] == "pulsar.replicator_backlog"]
+
+
+def test_estate_backlog_threshold_reaches_the_ground_truth(tmp_path):
+    assert _backlog_findings(tmp_path, "default", {"replicator_backlog_max": 10_000}) == []
+    low = _backlog_findings(tmp_path, "low", {"replicator_backlog_max": 10})
+    assert low and {f["cluster"] for f in low} == {"east"}
+    # a value in the lab mapping itself wins over the estate's
+    assert _backlog_findings(tmp_path, "lab", {"replicator_backlog_max": 10},
+                             lab={"seed": 7, "replicator_backlog_max": 10_000}) == []
