@@ -2,7 +2,10 @@
 
 collect -> normalize -> audit -> validate -> report (publishes the manifest) -> alert.
 Each stage is a function of a RunContext and reads only what earlier stages wrote into the run's
-attempt folder in the object store, so the DAG can run each stage as its own task."""
+attempt folder in the object store, so the DAG can run each stage as its own task. collect runs per cluster,
+normalize and audit per system (the systems the estate declares, from the registry in audit/systems): a system
+whose job fails leaves a note in reports/stages/ that the report turns into a coverage gap, and the other systems'
+findings still reach validate, the report and the alerts."""
 from __future__ import annotations
 
 import json
@@ -15,7 +18,7 @@ from typing import Any
 from audit.timeutil import new_run_id, now_ms
 
 log = logging.getLogger("replaudit.pipeline")
-SYSTEMS = ("bookkeeper", "pulsar")
+STAGE_NOTES = ("reports", "stages")   # <stage>-<system>.json: a system job that failed
 
 
 @dataclass
@@ -58,10 +61,17 @@ class RunContext:
 
         return RunWriter(self.store, self.estate.name, self.run_id, self.attempt_id)
 
-    def staging(self):
+    def staging(self, label: str | None = None):
+        """Local folders for one task; `label` keeps tasks that run in parallel (one per system) apart."""
         from audit.store.staging import LocalStaging
 
-        return LocalStaging(self.writer)
+        return LocalStaging(self.writer, label=label)
+
+    def systems(self) -> list:
+        """The systems the estate declares, in registry order."""
+        from audit import systems
+
+        return systems.declared(self.estate)
 
     def spark(self):
         from audit.sparkutil.session import get_spark
@@ -79,25 +89,32 @@ def start_run(estate_file: str, run_id: str | None = None, as_of_ms: int | None 
 
 
 def list_clusters(ctx: RunContext) -> list[dict]:
-    return [{"system": s, "name": c.name} for s in SYSTEMS for c in ctx.estate.clusters(s)]
+    return [{"system": s.name, "name": c.name} for s in ctx.systems() for c in ctx.estate.clusters(s.name)]
+
+
+def list_systems(ctx: RunContext) -> list[str]:
+    return [s.name for s in ctx.systems()]
 
 
 # -- collect --------------------------------------------------------------------------------
 def collect_cluster(ctx: RunContext, system: str, name: str) -> dict:
     """Raw evidence of one cluster. Raw bytes are committed to the store even when the collector fails
     half-way: nothing collected is lost."""
+    from audit import systems
     from audit.collectors.base import CollectionReport, CoverageGap, DirSink
+    from audit.contracts import CollectRequest
 
     cluster = ctx.estate.cluster(system, name)
-    st = ctx.staging()
+    st = ctx.staging(f"collect-{system}-{name}")
     try:
         raw_dir = st.dir("raw", system, name)
         sink = DirSink(raw_dir)
         try:
-            report, truth = _collect(ctx, system, cluster, sink)
+            report, truth = systems.get(system).collect(
+                CollectRequest(cluster, sink, ctx.secrets, ctx.as_of_ms, ctx.estate.thresholds))
             if truth is not None:
                 (st.dir("raw", "_lab", name) / "ground_truth.json").write_text(
-                    json.dumps(truth, indent=1, sort_keys=True))
+                    json.dumps({"system": system, **truth}, indent=1, sort_keys=True))
         except Exception as exc:  # the cluster is not covered; the run goes on for the others
             log.exception("collect %s/%s failed", system, name)
             report = CollectionReport(system=system, cluster=name, counts={},
@@ -110,79 +127,66 @@ def collect_cluster(ctx: RunContext, system: str, name: str) -> dict:
         st.cleanup()
 
 
-def _collect(ctx: RunContext, system: str, cluster, sink):
-    """(CollectionReport, lab ground truth or None) of one cluster."""
-    if system == "pulsar":
-        if cluster.source == "lab":
-            from audit.lab.pulsar.runner import collect_lab_pulsar_cluster
+# -- spark stages, per system ---------------------------------------------------------------
+def _systems(ctx: RunContext, system: str | None) -> list:
+    from audit import systems
 
-            th = ctx.estate.thresholds
-            return collect_lab_pulsar_cluster(cluster, sink, ctx.secrets, ctx.as_of_ms, {
-                "replicator_backlog_max": th.pulsar_replicator_backlog_max,
-                "snapshot_max_age_s": th.pulsar_snapshot_max_age_s})
-        from audit.collectors.pulsar.collector import PulsarCollector
-
-        return PulsarCollector().collect(cluster, sink, ctx.secrets), None
-    if cluster.source == "lab":
-        from audit.lab.bookkeeper.runner import collect_lab_cluster
-
-        return collect_lab_cluster(cluster, sink, ctx.secrets, ctx.as_of_ms,
-                                   ctx.estate.thresholds.open_ledger_max_age_s)
-    from audit.collectors.bookkeeper.collector import BookKeeperCollector
-
-    return BookKeeperCollector().collect(cluster, sink, ctx.secrets), None
+    return ctx.systems() if system is None else [systems.get(system)]
 
 
-# -- spark stages ---------------------------------------------------------------------------
-def normalize(ctx: RunContext) -> dict:
-    """Each system's normalizer over raw/; a system without raw evidence in this run is skipped."""
-    from spark_jobs import bk_normalize
-
-    with ctx.staging() as st:
-        raw = st.fetch("raw")
-        out = st.dir("tables")
-        counts = bk_normalize.run(ctx.spark(), str(raw), str(out))
-        if (raw / "pulsar").is_dir():
-            from spark_jobs import pulsar_normalize
-
-            counts.update(pulsar_normalize.run(ctx.spark(), str(raw), str(out)))
-        return counts
+def _job(ctx: RunContext, stage: str, system, work) -> dict:
+    """Run one system's job in its own staging; on failure leave reports/stages/<stage>-<system>.json (the report
+    lists it as not covered) and re-raise. A retry that succeeds removes an earlier try's note."""
+    note = f"{stage}-{system.name}.json"
+    ctx.store.delete([ctx.writer.key(*STAGE_NOTES, note)])
+    try:
+        with ctx.staging(f"{stage}-{system.name}") as st:
+            return work(st)
+    except Exception as exc:
+        ctx.writer.put(STAGE_NOTES[0], f"{STAGE_NOTES[1]}/{note}", json.dumps(
+            {"system": system.name, "stage": stage, "error": f"{type(exc).__name__}: {exc}"}, sort_keys=True).encode())
+        raise
 
 
-def audit(ctx: RunContext) -> dict:
-    from spark_jobs import bk_replicas_audit
+def normalize(ctx: RunContext, system: str | None = None) -> dict:
+    """A system's normalizer (every declared system when `system` is None) over its folder of raw/."""
+    from spark_jobs.run import run_stage
 
-    th = ctx.estate.thresholds
-    with ctx.staging() as st:
-        tables = st.fetch("tables")
-        root = st.root
-        result = bk_replicas_audit.run(
-            ctx.spark(), str(tables), str(root), run_id=ctx.run_id, as_of_ms=ctx.as_of_ms,
-            open_ledger_max_age_ms=th.open_ledger_max_age_s * 1000,
-            min_racks_per_write_quorum=th.min_racks_per_write_quorum)
-        if (tables / "pulsar_entries").is_dir():
-            from spark_jobs import pulsar_audit
+    counts = {}
+    for s in _systems(ctx, system):
+        counts.update(_job(ctx, "normalize", s, lambda st, s=s: run_stage(
+            ctx.spark(), s.name, "normalize", str(st.fetch("raw", s.name).parent), str(st.dir("tables")))))
+    return counts
 
-            result.update(pulsar_audit.run(
-                ctx.spark(), str(tables), str(root), run_id=ctx.run_id, as_of_ms=ctx.as_of_ms,
-                replicator_backlog_max=th.pulsar_replicator_backlog_max,
-                snapshot_max_age_s=th.pulsar_snapshot_max_age_s))
-        return result
+
+def audit(ctx: RunContext, system: str | None = None) -> dict:
+    """A system's audit job (every declared system when `system` is None) over its normalized tables."""
+    from spark_jobs.run import run_stage
+
+    result = {}
+    for s in _systems(ctx, system):
+        result.update(_job(ctx, "audit", s, lambda st, s=s: run_stage(
+            ctx.spark(), s.name, "audit", str(st.fetch("tables")), str(st.root), run_id=ctx.run_id,
+            as_of_ms=ctx.as_of_ms, thresholds=ctx.estate.thresholds)))
+    return result
 
 
 def validate(ctx: RunContext) -> dict:
+    """GX over the findings of every system and each declared system's own tables (a system whose tables the run
+    did not write is left out, as its suites are)."""
+    from audit.transforms.common import has_table
     from audit.validate.gx_runner import run_validations
 
     spark = ctx.spark()
-    with ctx.staging() as st:
+    with ctx.staging("validate") as st:
+        paths = {"violations": st.fetch("findings") / "violations"}
         metrics = st.fetch("metrics")
-        tables = {"bk_ledger_replicas": metrics / "bk_ledger_replicas",
-                  "violations": st.fetch("findings") / "violations"}
-        if (metrics / "pulsar_failover").is_dir():  # the Pulsar suites apply only to runs with Pulsar evidence
-            tables["pulsar_failover"] = metrics / "pulsar_failover"
-        dfs = {name: spark.read.parquet(str(path)) for name, path in tables.items()}
+        for s in ctx.systems():
+            for table, (area, folder) in s.validate_tables.items():
+                paths[table] = (metrics if area == "metrics" else st.fetch(area)) / folder
+        dfs = {name: spark.read.parquet(str(path)) for name, path in paths.items() if has_table(str(path))}
         docs = st.dir("reports", "data_docs")
-        outcome = run_validations(spark, dfs, project_dir=_expectations_dir(), docs_dir=docs)
+        outcome = run_validations(spark, dfs, project_dir=_expectations_dir(), docs_dir=docs, systems=ctx.systems())
         result = outcome.to_json()
         (st.dir("reports") / "validation.json").write_text(json.dumps(result, indent=1, sort_keys=True))
         return result
@@ -199,7 +203,7 @@ def report(ctx: RunContext) -> dict:
     """Summary, HTML report and repair plan; then the manifest (the run becomes visible)."""
     from audit.report.build import build_run_report
 
-    with ctx.staging() as st:
+    with ctx.staging("report") as st:
         # What build_run_report reads (a no-op for a local store; an S3 store is read through staging).
         for area in ("tables", "findings", "metrics", "reports"):
             st.fetch(area)
@@ -210,8 +214,7 @@ def report(ctx: RunContext) -> dict:
         report_prefix = ctx.estate.store.uri.rstrip("/") + "/" + ctx.writer.key("reports") + "/"
         summary = build_run_report(st.root, estate=ctx.estate.name, run_id=ctx.run_id,
                                    attempt_id=ctx.attempt_id, report_prefix=report_prefix,
-                                   pulsar_admin_urls={c.name: c.admin_url for c in ctx.estate.pulsar
-                                                      if c.admin_url})
+                                   systems=ctx.systems(), estate_config=ctx.estate)
     ctx.writer.publish(summary)
     return summary
 
@@ -238,8 +241,12 @@ def run_all(estate_file: str, run_id: str | None = None, from_raw: str | None = 
     else:
         for c in list_clusters(ctx):
             collect_cluster(ctx, c["system"], c["name"])
-    normalize(ctx)
-    audit(ctx)
+    for stage in (normalize, audit):
+        for s in list_systems(ctx):
+            try:
+                stage(ctx, s)
+            except Exception:  # noted in reports/stages/; the other systems go on
+                log.exception("%s of %s failed", stage.__name__, s)
     validate(ctx)
     summary = report(ctx)
     summary["alerts"] = alert(ctx)

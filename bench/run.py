@@ -1,6 +1,6 @@
 """`make bench`: every benchmark, one table, and bench/results.json ({name, value, unit, target, ok}).
 
-Each bench module exposes `metrics() -> list[dict]`. Benchmarks are not tests: they measure targets
+Each registered system lists its bench modules (`benches`); each exposes `metrics() -> list[dict]`. Benchmarks are not tests: they measure targets
 on this machine and print them; the exit code is 1 when a target is missed."""
 from __future__ import annotations
 
@@ -10,13 +10,17 @@ import sys
 import traceback
 from pathlib import Path
 
-MODULES = ["bench.bench_bk_replicas", "bench.bench_zk_collector", "bench.bench_pulsar_failover"]
+
+def modules() -> list[str]:
+    from audit import systems
+
+    return [m for s in systems.all_systems() for m in s.benches]
 
 
 def main(argv: list[str]) -> int:
     only = argv[1:]
     rows: list[dict] = []
-    for name in MODULES:
+    for name in modules():
         if only and not any(o in name for o in only):
             continue
         print(f"== {name}", flush=True)

@@ -1,13 +1,16 @@
-"""Nightly audit: collect per cluster (BookKeeper and Pulsar) -> normalize -> audit -> validate -> report -> alert.
+"""Nightly audit: collect per cluster -> normalize and audit per system -> validate -> report -> alert.
 
 Importing this file has no side effects: all work (and heavy imports) happens inside the tasks.
-The tasks call the same stage functions as `replaudit run` (audit/pipeline.py)."""
+The tasks call the same stage functions as `replaudit run` (audit/pipeline.py). Collection is mapped over the
+estate's clusters and normalize -> audit over its systems (a mapped task group), so a real deployment runs the
+systems in parallel; validate, report and alert run once every system is done, whether or not it succeeded
+(`all_done`): a failing system is reported as not covered and never hides the others' findings."""
 from __future__ import annotations
 
 import os
 from datetime import datetime, timezone
 
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import Param, dag, get_current_context, task, task_group
 
 DEFAULT_ESTATE = os.environ.get(
     "REPLAUDIT_ESTATE",
@@ -16,9 +19,11 @@ DEFAULT_ESTATE = os.environ.get(
 )
 
 
-# task id -> audit.pipeline function, in order; the last task posts the run's violations to the alert routes
-STAGES = {"normalize": "normalize", "audit": "audit", "validate": "validate", "report": "report",
-          "alert": "alert"}
+# task id -> audit.pipeline function, in order, after the per-system stages; the last task posts the run's
+# violations to the alert routes
+# and its trigger rule: validate and report run whatever the systems' outcome (a failed system is reported as not
+# covered); alert needs the published report.
+STAGES = {"validate": "all_done", "report": "all_done", "alert": "all_success"}
 
 
 def compact(result):
@@ -61,23 +66,49 @@ def replaudit_nightly_audit():
         return compact(pipeline.collect_cluster(pipeline.RunContext.from_xcom(run), cluster["system"],
                                                 cluster["name"]))
 
-    def stage(name: str):
-        """One pipeline stage as a task: normalize, audit, validate, report (publishes the run), alert.
-        `previous` only orders the tasks; every stage reads the run's evidence from the store."""
+    @task
+    def list_systems(run: dict) -> list[str]:
+        from audit import pipeline
 
-        @task(task_id=name)
-        def run_stage(run: dict, previous) -> dict:
+        return pipeline.list_systems(pipeline.RunContext.from_xcom(run))
+
+    @task
+    def normalize(run: dict, system: str) -> dict:
+        from audit import pipeline
+
+        return compact(pipeline.normalize(pipeline.RunContext.from_xcom(run), system))
+
+    @task
+    def audit(run: dict, system: str) -> dict:
+        from audit import pipeline
+
+        return compact(pipeline.audit(pipeline.RunContext.from_xcom(run), system))
+
+    @task_group(prefix_group_id=False)
+    def per_system(run: dict, system: str):
+        """One system's Spark stages; each system is one mapped instance of this group."""
+        normalize(run, system) >> audit(run, system)
+
+    def stage(name: str):
+        """validate, report (publishes the run), alert: once, after every system's group."""
+
+        @task(task_id=name, trigger_rule=STAGES[name])
+        def run_stage(run: dict) -> dict:
             from audit import pipeline
 
-            return compact(getattr(pipeline, STAGES[name])(pipeline.RunContext.from_xcom(run)))
+            return compact(getattr(pipeline, name)(pipeline.RunContext.from_xcom(run)))
 
         return run_stage
 
     run = start_run()
     collected = collect.partial(run=run).expand(cluster=list_clusters(run))
-    previous = collected
+    systems = list_systems(run)
+    previous = per_system.partial(run=run).expand(system=systems)
+    collected >> previous
     for name in STAGES:
-        previous = stage(name)(run, previous)
+        task_ = stage(name)(run)
+        previous >> task_
+        previous = task_
 
 
 replaudit_nightly_audit()

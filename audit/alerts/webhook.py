@@ -15,8 +15,9 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping
 
+from audit.contracts import SEVERITIES
+
 log = logging.getLogger("replaudit.alerts")
-SEVERITIES = ("critical", "major", "minor", "warning")
 DEFAULT_LIMIT = 20
 SENT, SKIPPED, FAILED = "sent", "skipped", "failed"
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from audit.cli.main import (EXIT_CLEAN, EXIT_FAILURE, EXIT_INCOMPLETE, EXIT_VIOLATIONS, print_json)
+from audit.cli.output import EXIT_CLEAN, EXIT_FAILURE, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_VIOLATIONS, print_json
 
 
 class UsageError(Exception):
@@ -93,7 +93,7 @@ def cmd_collect(args) -> int:
 
 def cmd_import(args) -> int:
     """Hand-taken dumps into raw/<system>/<cluster>/<kind>/..., as a published run to audit with --from-raw."""
-    from audit import pipeline
+    from audit import pipeline, systems
     from audit.cli.import_dumps import import_paths
 
     estate = _load(args.estate)
@@ -105,8 +105,8 @@ def cmd_import(args) -> int:
     if args.run_id and pipeline.published_manifest(ctx.store, estate.name, args.run_id) is not None:
         pipeline.copy_raw_from(ctx, args.run_id)   # importing into an existing run adds to its evidence
     try:
-        result = import_paths(ctx.writer, args.system, args.cluster, args.kind, args.paths,
-                              bookie=args.bookie, topic=args.topic, subscription=args.subscription)
+        result = import_paths(ctx.writer, systems.get(args.system), args.cluster, args.kind, args.paths,
+                              {name: getattr(args, name) for name in args.import_options})
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from None
     ctx.writer.publish({"status": "imported", "import": result})
@@ -131,6 +131,26 @@ def cmd_report(args) -> int:
     summary = _published_summary(_load(args.estate), args.run_id)
     _print_summary(summary, args.json)
     return exit_code(summary)
+
+
+def cmd_estate(args) -> int:
+    """`estate schema`: the JSON Schema of estate files. `estate check FILE`: one line, exit 0 or 2."""
+    from audit.config.errors import EstateError
+    from audit.config.estate import estate_schema, load_estate
+
+    if args.estate_command == "schema":
+        print(json.dumps(estate_schema(), indent=2))
+        return EXIT_CLEAN
+    try:
+        estate = load_estate(args.file)
+    except EstateError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    listed = {system: clusters for system, clusters in estate.systems.items() if clusters}
+    count = sum(len(clusters) for clusters in listed.values())
+    names = "; ".join(f"{system}: {', '.join(c.name for c in clusters)}" for system, clusters in listed.items())
+    print(f"ok: {estate.name}: {count} cluster{'' if count == 1 else 's'}" + (f" ({names})" if names else ""))
+    return EXIT_CLEAN
 
 
 def cmd_nightly(args) -> int:

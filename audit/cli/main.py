@@ -8,12 +8,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 
-EXIT_CLEAN, EXIT_VIOLATIONS, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_FAILURE = 0, 1, 2, 3, 4
+from audit.cli import commands
+from audit.cli.output import (EXIT_CLEAN, EXIT_FAILURE, EXIT_INCOMPLETE, EXIT_USAGE,  # noqa: F401
+                               EXIT_VIOLATIONS, print_json)
 
 LAB_ESTATE = Path(__file__).resolve().parents[1] / "lab" / "estate.yaml"
 
@@ -21,6 +22,27 @@ LAB_ESTATE = Path(__file__).resolve().parents[1] / "lab" / "estate.yaml"
 def _estate_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--estate", default=os.environ.get("REPLAUDIT_ESTATE", str(LAB_ESTATE)),
                    help="estate YAML (default: $REPLAUDIT_ESTATE or the built-in lab estate)")
+
+
+def _import_parser(sub) -> None:
+    """`import`: --system, --kind and the extra flags come from the registered systems' import kinds."""
+    from audit import systems
+
+    known = systems.all_systems()
+    p = sub.add_parser("import", help="import hand-taken dumps (znodes, entry lists, admin JSON) into a run's raw/")
+    _estate_arg(p)
+    p.add_argument("--run-id", help="run id (default: now, UTC)")
+    p.add_argument("--system", required=True, choices=[s.name for s in known])
+    p.add_argument("--cluster", required=True)
+    kinds = {k: None for s in known for k in s.import_kinds}
+    p.add_argument("--kind", required=True, choices=list(kinds),
+                   help="raw payload kind: " + "; ".join(f"{s.name} " + ", ".join(s.import_kinds) for s in known)
+                   + " (docs/layout.md and each system's contracts)")
+    options = {o.name: o for s in known for k in s.import_kinds.values() for o in k.options}
+    for o in options.values():
+        p.add_argument(f"--{o.name}", help=o.help)
+    p.set_defaults(import_options=tuple(options))
+    p.add_argument("paths", nargs="+", type=Path, help="files, or folders (walked; relative paths are kept)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,21 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-id", help="run id (default: now, UTC)")
     p.add_argument("--cluster", action="append", help="only these clusters (repeatable)")
 
-    p = sub.add_parser("import", help="import hand-taken dumps (znodes, entry lists, admin JSON) into a run's raw/")
-    _estate_arg(p)
-    p.add_argument("--run-id", help="run id (default: now, UTC)")
-    p.add_argument("--system", required=True, choices=["bookkeeper", "pulsar"])
-    p.add_argument("--cluster", required=True)
-    p.add_argument("--kind", required=True,
-                   choices=["ledger-metadata", "ledger-metadata-http", "entries-of-ledger", "bookies",
-                            "stats-internal", "stats", "replicated-status", "dump"],
-                   help="raw payload kind: BookKeeper ledger-metadata, ledger-metadata-http, entries-of-ledger, "
-                        "bookies (docs/layout.md); Pulsar stats-internal, stats, replicated-status, dump "
-                        "(docs/pulsar-contracts.md)")
-    p.add_argument("--bookie", help="bookie id, for entries-of-ledger")
-    p.add_argument("--topic", help="persistent://tenant/namespace/topic, for Pulsar kinds")
-    p.add_argument("--subscription", help="subscription name, for replicated-status")
-    p.add_argument("paths", nargs="+", type=Path, help="files, or folders (walked; relative paths are kept)")
+    _import_parser(sub)
 
     p = sub.add_parser("run", help="run the whole pipeline locally, without Airflow")
     _estate_arg(p)
@@ -70,13 +78,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("nightly", help="run the nightly audit DAG through Airflow (`airflow dags test`)")
     _estate_arg(p)
+
+    p = sub.add_parser("estate", help="estate files: print their JSON Schema, or check one (docs/estate.md)")
+    estate_sub = p.add_subparsers(dest="estate_command", required=True)
+    estate_sub.add_parser("schema", help="print the JSON Schema of estate files (every registered system's section)")
+    q = estate_sub.add_parser("check", help="validate one estate file: its clusters (exit 0) or the error (exit 2)")
+    q.add_argument("file", type=Path)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from audit.cli import commands
-
     try:
         return getattr(commands, "cmd_" + args.command)(args)
     except commands.UsageError as exc:
@@ -88,11 +100,6 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         print(f"replaudit {args.command}: internal failure: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_FAILURE
-
-
-def print_json(obj) -> None:
-    json.dump(obj, sys.stdout, indent=2, sort_keys=True, default=str)
-    sys.stdout.write("\n")
 
 
 if __name__ == "__main__":

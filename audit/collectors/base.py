@@ -1,4 +1,4 @@
-"""What every collector implements (docs/contracts.md, "Collector interface").
+"""What every collector implements (docs/architecture.md, "Collector interface").
 
 A collector copies a system's native state into a RawSink, byte for byte where possible, and returns a
 CollectionReport: how much it covered and every source it could not read (a CoverageGap). Remote failures

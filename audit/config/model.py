@@ -1,15 +1,33 @@
-"""The validated estate as frozen values. Built only by `audit.config.estate.load_estate`."""
+"""The estate's shared models: store, Spark, alerts, secret references, timeouts and the validated `Estate`.
+
+Every model is a frozen pydantic dataclass refusing unknown keys (audit/config/values.py). A system contributes
+its own models in audit/config/<system>.py (its `cluster_model` and `thresholds_model`, see audit.contracts.System);
+audit.config.estate composes them with these into the estate file's model. `load_estate` builds the `Estate`.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
 from pathlib import Path
-from typing import Any, ClassVar, Mapping
+from typing import Annotated, Any, Mapping, Protocol
+
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationInfo, \
+    WithJsonSchema, model_validator
+from pydantic.dataclasses import dataclass
+
+from audit.config.values import (SECRET_HINT, HttpUrl, Name, PositiveSeconds, Record, check_keys, choice,
+                                 expect, expect_mapping, file_context, listing, record, rule_error, set_field, show,
+                                 text, unique_names)
 
 SEVERITIES = ("critical", "major", "minor", "warning")  # most to least severe
-SOURCES_BOOKKEEPER = ("lab", "zookeeper")
-SOURCES_PULSAR = ("lab", "admin")
 CONNECTION_FIELDS = ("password", "login", "host", "schema")  # parts of an Airflow connection a SecretRef may pick
 EXTRA_PREFIX = "extra."
+DEFAULT_STORE_URI = "file://.work/store"
+
+ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+CONN_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+REGION_RE = re.compile(r"^[a-z0-9-]+$")
+HEADER_RE = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
 
 
 def is_connection_field(part: object) -> bool:
@@ -18,9 +36,12 @@ def is_connection_field(part: object) -> bool:
                                          and len(part) > len(EXTRA_PREFIX))
 
 
-@dataclass(frozen=True)
+# -- secret references ----------------------------------------------------------------------------------------
+@record
 class SecretRef:
-    """Where a secret lives -- never the secret itself. Exactly one of `env` / `airflow_conn` is set.
+    """Where a secret lives -- never the secret itself. Exactly one of `env` / `airflow_conn` is set (the
+    estate's `Secret` fields check that; a SecretRef built in code is taken as it is, the resolver refuses a
+    malformed one).
 
     `field` picks the part of an Airflow connection: password (default), login, host, schema,
     or `extra.<key>`. `where` is the estate field the reference came from (for error messages).
@@ -37,147 +58,247 @@ class SecretRef:
         return f"Airflow connection {self.airflow_conn!r} ({self.field})"
 
 
-@dataclass(frozen=True)
-class StoreCredentials:
+SECRET_EXPECTED = f"a reference {{env: NAME}} or {{airflow_conn: ID}} ({SECRET_HINT})"
+FIELD_TEXT = "one of " + " | ".join(CONNECTION_FIELDS) + " | extra.<key>"
+
+
+def _secret_ref(value: Any) -> SecretRef:
+    """{env: NAME} or {airflow_conn: ID[, field: password|login|host|schema|extra.KEY]}. A literal is refused
+    and never repeated in the error: it may be the secret itself."""
+    if isinstance(value, SecretRef):
+        return value
+    if not isinstance(value, dict):
+        raise rule_error(SECRET_EXPECTED, "a literal value (not shown)" if value is not None else "nothing")
+    check_keys(value, ["env", "airflow_conn", "field"])
+    if ("env" in value) == ("airflow_conn" in value):
+        raise rule_error("exactly one of env / airflow_conn", f"keys {sorted(value)}")
+    if "env" in value:
+        if "field" in value:
+            raise rule_error("field only with airflow_conn", "field with env", at=("field",))
+        name = value["env"]
+        if not isinstance(name, str) or not ENV_RE.match(name):
+            raise rule_error("an environment variable name", show(name), at=("env",))
+        return SecretRef(env=name)
+    conn = value["airflow_conn"]
+    if not isinstance(conn, str) or not CONN_RE.match(conn):
+        raise rule_error("an Airflow connection id", show(conn), at=("airflow_conn",))
+    part = value.get("field", "password")
+    if not is_connection_field(part):
+        raise rule_error(FIELD_TEXT, show(part), at=("field",))
+    return SecretRef(airflow_conn=conn, field=part)
+
+
+SECRET_SCHEMA = {
+    "description": "a secret reference, never the secret: {env: NAME} or {airflow_conn: ID[, field: F]}",
+    "oneOf": [
+        {"type": "object", "additionalProperties": False, "required": ["env"],
+         "properties": {"env": {"type": "string", "pattern": ENV_RE.pattern}}},
+        {"type": "object", "additionalProperties": False, "required": ["airflow_conn"],
+         "properties": {"airflow_conn": {"type": "string", "pattern": CONN_RE.pattern},
+                        "field": {"type": "string", "pattern": r"^(password|login|host|schema|extra\..+)$"}}},
+    ],
+}
+Secret = Annotated[SecretRef, BeforeValidator(_secret_ref), WithJsonSchema(SECRET_SCHEMA)]
+"""A field holding a secret reference (estate files can only say where a secret is)."""
+
+ConnectionId = text(CONN_RE, "an Airflow connection id")
+
+
+# -- store ----------------------------------------------------------------------------------------------------
+@record
+class StoreCredentials(Record):
     """Either explicit key references or one Airflow AWS connection (login/password/extra)."""
 
-    access_key: SecretRef | None = None
-    secret_key: SecretRef | None = None
-    session_token: SecretRef | None = None
-    airflow_conn: str | None = None
+    access_key: Secret | None = None
+    secret_key: Secret | None = None
+    session_token: Secret | None = None
+    airflow_conn: ConnectionId | None = None
+
+    @classmethod
+    def _shape(cls, data: dict, info: ValidationInfo) -> dict:
+        if "airflow_conn" in data:
+            if len(data) > 1:
+                raise rule_error("either {airflow_conn: ID} alone or access_key + secret_key", f"keys {sorted(data)}")
+            return data
+        for key in ("access_key", "secret_key"):
+            if key not in data:
+                raise rule_error("a value (required)", "nothing", at=(key,))
+        return data
 
 
-@dataclass(frozen=True)
-class StoreConfig:
-    """`uri` is normalized: `file:///absolute/path` or `s3://bucket[/prefix]` (no trailing slash)."""
+STORE_URI_TEXT = "file://<path> or s3://<bucket>[/<prefix>]"
+StoreUri = Annotated[str, StringConstraints(strict=True, pattern=r"^(file|s3)://"), expect(STORE_URI_TEXT)]
+Region = text(REGION_RE, "an AWS region name like us-east-1")
 
-    uri: str
-    endpoint_url: str | None = None
-    region: str | None = None
+
+def normalize_store_uri(value: str, home: Path) -> str:
+    """`file:///absolute/path` (a relative path resolved against `home`) or `s3://bucket[/prefix]`."""
+    if value.startswith("file://"):
+        raw = value[len("file://"):]
+        if not raw or raw.startswith("//"):
+            raise rule_error(STORE_URI_TEXT, show(value), at=("uri",))
+        local = Path(raw)
+        return "file://" + str(local if local.is_absolute() else (home / local).resolve())
+    bucket, _, prefix = value[len("s3://"):].partition("/")
+    if not BUCKET_RE.match(bucket) or ".." in bucket:
+        raise rule_error("an S3 bucket name (3-63 of a-z 0-9 . -) in s3://<bucket>[/<prefix>]", show(value),
+                         at=("uri",))
+    prefix = prefix.strip("/")
+    if prefix and any(part in ("", ".", "..") for part in prefix.split("/")):
+        raise rule_error("a prefix without empty, '.' or '..' segments", show(value), at=("uri",))
+    return f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
+
+
+@record
+class StoreConfig(Record):
+    """`uri` is normalized when read from an estate file: `file:///absolute/path` or `s3://bucket[/prefix]`
+    (no trailing slash)."""
+
+    uri: StoreUri
+    endpoint_url: HttpUrl | None = None
+    region: Region | None = None
     credentials: StoreCredentials | None = None
+
+    @model_validator(mode="after")
+    def _rules(self, info: ValidationInfo) -> "StoreConfig":
+        given = self.uri
+        ctx = file_context(info)
+        if ctx is not None:
+            set_field(self, "uri", normalize_store_uri(given, ctx["home"]))
+        if self.uri.startswith("file://") and (self.endpoint_url or self.region or self.credentials):
+            raise rule_error("endpoint_url / region / credentials only with an s3:// uri", f"uri {given!r}")
+        return self
 
     @property
     def scheme(self) -> str:
         return self.uri.split("://", 1)[0]
 
 
-@dataclass(frozen=True)
-class SparkConfig:
-    master: str = "local[*]"
-    conf: Mapping[str, str] = field(default_factory=dict)  # values already strings, as Spark wants
+# -- spark ----------------------------------------------------------------------------------------------------
+def _spark_conf(value: Any) -> dict[str, str]:
+    """Spark properties; numbers and booleans become the strings Spark wants."""
+    if not isinstance(value, dict):
+        raise rule_error("a mapping of spark.* keys to values", show(value))
+    conf = {}
+    for key, item in value.items():
+        if not isinstance(key, str) or not key.startswith("spark."):
+            raise rule_error("a Spark property name starting with 'spark.'", show(key), at=(str(key),))
+        if isinstance(item, bool):
+            conf[key] = "true" if item else "false"
+        elif isinstance(item, (str, int, float)):
+            conf[key] = str(item)
+        else:
+            raise rule_error("a string, number or boolean", show(item), at=(key,))
+    return conf
 
 
-@dataclass(frozen=True)
-class Thresholds:
-    open_ledger_max_age_s: int = 6 * 3600
-    min_racks_per_write_quorum: int = 2
-    pulsar_replicator_backlog_max: int = 10_000  # entries waiting in a pulsar.repl.<remote> cursor
-    pulsar_snapshot_max_age_s: int = 300  # newest complete PIP-33 snapshot, while data is published
+SparkConf = Annotated[dict[str, str], BeforeValidator(_spark_conf), WithJsonSchema({
+    "type": "object", "propertyNames": {"pattern": r"^spark\."},
+    "additionalProperties": {"type": ["string", "number", "boolean"]}})]
 
 
-@dataclass(frozen=True)
-class AlertRoute:
-    name: str
-    kind: str  # "webhook"
-    url: str
-    headers_from: Mapping[str, SecretRef] = field(default_factory=dict)
-    min_severity: str = "warning"
-    timeout_s: float = 10.0
+SparkMaster = text(r"^\s*\S", "a Spark master URL like local[*]")
+
+
+@record
+class SparkConfig(Record):
+    master: SparkMaster = "local[*]"
+    conf: SparkConf = Field(default_factory=dict)  # values already strings, as Spark wants
+
+
+# -- alerts ---------------------------------------------------------------------------------------------------
+HeaderName = text(HEADER_RE, "HTTP header names")
+HeadersFrom = Annotated[dict[HeaderName, Secret], expect_mapping("a mapping of header name to secret reference")]
+RouteKind = choice("webhook")
+Severity = choice(*SEVERITIES)
+
+
+@record
+class AlertRoute(Record):
+    name: Name
+    url: HttpUrl
+    kind: RouteKind = "webhook"
+    headers_from: HeadersFrom = Field(default_factory=dict)  # HTTP header -> secret reference
+    min_severity: Severity = "warning"
+    timeout_s: PositiveSeconds = 10.0
 
     def accepts(self, severity: str) -> bool:
         """True if a finding of `severity` is at least as severe as this route's minimum."""
         return SEVERITIES.index(severity) <= SEVERITIES.index(self.min_severity)
 
 
-@dataclass(frozen=True)
-class Alerts:
-    routes: tuple[AlertRoute, ...] = ()
+def _unique_routes(routes: tuple) -> tuple:
+    unique_names(routes, "alerts.routes", "a route name")
+    return routes
 
 
-@dataclass(frozen=True)
-class ZooKeeperConfig:
-    """`hosts` is the kazoo/ZooKeeper connect string `h1:p1,h2:p2[/chroot]`."""
-
-    hosts: str
-    ledgers_root: str = "/ledgers"
-    digest_auth: SecretRef | None = None  # resolves to "user:password"
+Routes = Annotated[listing(AlertRoute, "routes"), AfterValidator(_unique_routes)]
 
 
-@dataclass(frozen=True)
-class Timeouts:
-    connect_s: float = 5.0
-    request_s: float = 30.0
+@record
+class Alerts(Record):
+    routes: Routes = ()
 
 
-@dataclass(frozen=True)
-class BookKeeperCluster:
-    """One BookKeeper cluster. `lab` is a plain dict for the simulator (only for source "lab")."""
+# -- shared by the systems' cluster models ----------------------------------------------------------------------
+@record
+class Timeouts(Record):
+    connect_s: PositiveSeconds = 5.0
+    request_s: PositiveSeconds = 30.0
 
-    system: ClassVar[str] = "bookkeeper"
+
+class ClusterConfig(Protocol):
+    """What every system's cluster model has (audit.contracts.System.cluster_model)."""
 
     name: str
-    source: str  # "lab" | "zookeeper"
-    zookeeper: ZooKeeperConfig | None = None
-    bookie_addresses: Mapping[str, str] = field(default_factory=dict)  # bookieId -> host:port
-    racks: Mapping[str, str] = field(default_factory=dict)  # bookieId -> /region/rack
-    timeouts: Timeouts = field(default_factory=Timeouts)
-    lab: dict[str, Any] | None = None
+    source: str
 
 
-@dataclass(frozen=True)
-class PulsarDump:
-    """How the per-entry topic dump runs: parallel admin requests, entries per raw chunk, and a cap per topic
-    (positions beyond the cap are reported as not covered, never silently dropped)."""
-
-    concurrency: int = 8
-    chunk_entries: int = 1000
-    max_entries_per_topic: int = 1_000_000
-
-
-@dataclass(frozen=True)
-class PulsarCluster:
-    """One Pulsar cluster. `name` is the cluster name its brokers use (replicated_from, pulsar.repl.<name>).
-    `token` resolves to the admin bearer token. `lab` is a plain dict for the simulator (source "lab")."""
-
-    system: ClassVar[str] = "pulsar"
-
-    name: str
-    source: str  # "lab" | "admin"
-    admin_url: str | None = None
-    token: SecretRef | None = None
-    namespaces: tuple[str, ...] = ()  # "tenant/namespace"
-    topics: tuple[str, ...] = ()  # "persistent://tenant/namespace/topic"
-    dump: PulsarDump = field(default_factory=PulsarDump)
-    timeouts: Timeouts = field(default_factory=Timeouts)
-    tls_verify: bool = True
-    lab: dict[str, Any] | None = None
-
-
-ClusterConfig = BookKeeperCluster | PulsarCluster
-
-
-@dataclass(frozen=True)
+# -- the estate -----------------------------------------------------------------------------------------------
+@dataclass(frozen=True, config=ConfigDict(arbitrary_types_allowed=True))
 class Estate:
+    """A validated estate file. `systems` holds every registered system's clusters (an empty tuple for a
+    system the file does not list), in registry order. Built by audit.config.estate.load_estate."""
+
     name: str
     path: Path  # the estate file, as given to load_estate
     home: Path  # what relative paths resolved against (see audit.config.home)
     store: StoreConfig
-    spark: SparkConfig = field(default_factory=SparkConfig)
-    thresholds: Thresholds = field(default_factory=Thresholds)
-    alerts: Alerts = field(default_factory=Alerts)
-    bookkeeper: tuple[BookKeeperCluster, ...] = ()
-    pulsar: tuple[PulsarCluster, ...] = ()
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+    thresholds: Any = None  # every registered system's thresholds, as attributes (audit.config.estate)
+    alerts: Alerts = Field(default_factory=Alerts)
+    systems: Mapping[str, tuple[Any, ...]] = Field(default_factory=dict)
 
-    def clusters(self, system: str) -> tuple[ClusterConfig, ...]:
-        if system == "bookkeeper":
-            return self.bookkeeper
-        if system == "pulsar":
-            return self.pulsar
-        raise KeyError(f"estate {self.name!r} has no system {system!r} (known: bookkeeper, pulsar)")
+    def clusters(self, system: str) -> tuple[Any, ...]:
+        if system in self.systems:
+            return self.systems[system]
+        from audit import systems as registry
 
-    def cluster(self, system: str, name: str) -> ClusterConfig:
+        known = registry.names()
+        if system in known:
+            return ()
+        raise KeyError(f"estate {self.name!r} has no system {system!r} (known: {', '.join(known)})")
+
+    def cluster(self, system: str, name: str) -> Any:
         for cluster in self.clusters(system):
             if cluster.name == name:
                 return cluster
         known = ", ".join(c.name for c in self.clusters(system)) or "none"
         raise KeyError(f"estate {self.name!r} has no {system} cluster {name!r} (known: {known})")
+
+
+def __getattr__(name: str) -> Any:
+    """The older import path of a system's models (`from audit.config.model import <Cluster>`): they moved to
+    the system's own module of this package (audit/config/<system>.py), where this finds them. New code imports
+    them from there."""
+    if not name.startswith("_"):
+        import importlib
+        import pkgutil
+
+        package = __name__.rpartition(".")[0]
+        for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+            module = importlib.import_module(f"{package}.{info.name}")
+            found = vars(module).get(name)
+            if isinstance(found, type) and found.__module__ == module.__name__:
+                return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

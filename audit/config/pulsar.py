@@ -1,104 +1,121 @@
-"""The `systems.pulsar` section of an estate file (docs/estate.md, docs/pulsar-contracts.md)."""
+"""Pulsar's part of the estate: one entry of `systems.pulsar[]` and its `thresholds:` keys (docs/estate.md,
+docs/pulsar/collector.md). audit/systems/pulsar.py names these as the system's `cluster_model` /
+`thresholds_model`."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any, ClassVar, Sequence
 
-from audit.config._fields import Reader, join, show
-from audit.config.model import SOURCES_PULSAR, PulsarCluster, PulsarDump, SecretRef, Timeouts
+from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
 
+from audit.config.model import Secret, Timeouts
+from audit.config.values import (SECRET_HINT, Duration, Flag, HttpUrl, Record, choice, integer, lab_block, listing,
+                                 record, rule_error, set_field, show, text)
+
+SOURCES = ("lab", "admin")
+DUMP_MODES = ("admin", "reader")  # reader: data messages through a pulsar-client Reader (collectors/pulsar/reader.py)
 # Pulsar cluster names are what brokers put in replicated_from and pulsar.repl.<name>: keep them plain.
 PULSAR_CLUSTER_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,62}[A-Za-z0-9])?$")
 NAMESPACE_RE = re.compile(r"^[A-Za-z0-9_.=-]+/[A-Za-z0-9_.=-]+$")
 TOPIC_RE = re.compile(r"^persistent://[A-Za-z0-9_.=-]+/[A-Za-z0-9_.=-]+/[A-Za-z0-9_.=:%-]+$")
-CLUSTER_KEYS = ("name", "source", "admin_url", "token", "namespaces", "topics", "dump", "timeouts", "tls_verify",
-                "lab")
+SERVICE_URL_RE = re.compile(r"^pulsar(\+ssl)?://[^/@\s]+(/.*)?$")
+SERVICE_URL_TEXT = "a pulsar:// or pulsar+ssl:// broker URL"
 
 
-def pulsar_clusters(r: Reader, raw: Any, timeouts) -> tuple[PulsarCluster, ...]:
-    """`timeouts(r, where, value)` parses a timeouts block (shared with the other systems)."""
-    where = "systems.pulsar"
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        r.bad(where, "a list of Pulsar clusters", raw)
-    clusters, seen = [], {}
-    for i, item in enumerate(raw):
-        cluster = _cluster(r, join(where, i), item, timeouts)
-        if cluster.name in seen:
-            r.fail(join(join(where, i), "name"),
-                   f"a cluster name unique within {where} (already used by {where}[{seen[cluster.name]}])",
-                   f"duplicate {cluster.name!r}")
-        seen[cluster.name] = i
-        clusters.append(cluster)
-    labs = {repr(sorted((c.lab or {}).items())) for c in clusters if c.source == "lab"}
-    if len(labs) > 1:
-        # Lab clusters are views of one simulated world: they must agree on how it is built.
-        r.fail(where, "the same lab mapping on every lab cluster (they are views of one simulated world)",
-               f"{len(labs)} different lab mappings")
-    return tuple(clusters)
+def _service_url(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise rule_error(SERVICE_URL_TEXT, show(value))
+    if "@" in value.split("//", 1)[-1].split("/", 1)[0]:  # user:password@ in the authority: never echoed
+        raise rule_error(f"a URL without credentials in it ({SECRET_HINT})", "a URL with user:password@")
+    if not SERVICE_URL_RE.match(value):
+        raise rule_error(SERVICE_URL_TEXT, show(value))
+    return value
 
 
-def _cluster(r: Reader, where: str, item: Any, timeouts) -> PulsarCluster:
-    r.mapping(where, item, CLUSTER_KEYS, required=("name", "source"))
-    name = r.string(join(where, "name"), item["name"], PULSAR_CLUSTER_RE,
-                    "the Pulsar cluster name (letters, digits, '-', '_', '.')")
-    source = r.choice(join(where, "source"), item["source"], SOURCES_PULSAR)
-    lab = item.get("lab")
-    if source == "admin":
-        if item.get("admin_url") is None:
-            r.fail(join(where, "admin_url"), "the admin REST URL (required for source: admin)", "nothing")
-        if not item.get("namespaces") and not item.get("topics"):
-            r.fail(where, "namespaces and/or topics to audit (required for source: admin)", "neither")
-        if lab is not None:
-            r.fail(join(where, "lab"), "a lab block only with source: lab", "source 'admin'")
-    elif item.get("admin_url") is not None:
-        r.fail(join(where, "admin_url"), "no admin_url with source: lab", show(item["admin_url"]))
-    token = item.get("token")
-    tls_verify = item.get("tls_verify", True)
-    if not isinstance(tls_verify, bool):
-        r.bad(join(where, "tls_verify"), "true or false", tls_verify)
-    if lab is not None and (not isinstance(lab, dict) or not all(isinstance(k, str) for k in lab)):
-        r.bad(join(where, "lab"), "a mapping with string keys", lab)
-    return PulsarCluster(
-        name=name,
-        source=source,
-        admin_url=r.http_url(join(where, "admin_url"), item["admin_url"]) if source == "admin" else None,
-        token=r.secret_ref(join(where, "token"), token) if token is not None else None,
-        namespaces=_names(r, join(where, "namespaces"), item.get("namespaces"), NAMESPACE_RE, "tenant/namespace"),
-        topics=_names(r, join(where, "topics"), item.get("topics"), TOPIC_RE,
-                      "persistent://tenant/namespace/topic"),
-        dump=_dump(r, join(where, "dump"), item.get("dump")),
-        timeouts=timeouts(r, join(where, "timeouts"), item.get("timeouts")),
-        tls_verify=tls_verify,
-        lab=dict(lab or {}) if source == "lab" else None,
-    )
+ServiceUrl = Annotated[str, BeforeValidator(_service_url),
+                       WithJsonSchema({"type": "string", "pattern": r"^pulsar(\+ssl)?://[^/@\s]+(/\S*)?$"})]
+ClusterName = text(PULSAR_CLUSTER_RE, "the Pulsar cluster name (letters, digits, '-', '_', '.')")
+Namespaces = listing(text(NAMESPACE_RE, "tenant/namespace"), "tenant/namespace", unique=True)
+Topics = listing(text(TOPIC_RE, "persistent://tenant/namespace/topic"), "persistent://tenant/namespace/topic",
+                 unique=True)
+Source = choice(*SOURCES)
+DumpMode = choice(*DUMP_MODES)
+AtLeastOne = integer(1)
+NonNegative = integer(0)
+PulsarLab = lab_block(schema={"type": "object", "description": "the simulated geo-replicated world "
+                                                               "(audit/lab/pulsar/config.py, docs/pulsar/lab.md)"})
 
 
-def _names(r: Reader, where: str, value: Any, pattern: re.Pattern, what: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        r.bad(where, f"a list of {what}", value)
-    names = tuple(r.string(join(where, i), v, pattern, what) for i, v in enumerate(value))
-    if len(set(names)) != len(names):
-        r.bad(where, "no duplicates", value)
-    return names
+@record
+class PulsarDump(Record):
+    """How the per-entry topic dump runs: parallel admin requests, entries per raw chunk, a cap per topic
+    (positions beyond the cap are reported as not covered, never silently dropped), and where data messages
+    come from: `admin` (one admin GET per position) or `reader` (a pulsar-client Reader on `service_url`, the
+    admin endpoint fetching only what a Reader never returns; docs/pulsar/collector.md)."""
+
+    concurrency: AtLeastOne = 8
+    chunk_entries: AtLeastOne = 1000
+    max_entries_per_topic: AtLeastOne = 1_000_000
+    mode: DumpMode = "admin"
 
 
-def _dump(r: Reader, where: str, value: Any) -> PulsarDump:
-    if value is None:
-        return PulsarDump()
-    r.mapping(where, value, ("concurrency", "chunk_entries", "max_entries_per_topic"))
-    d = PulsarDump()
-    return PulsarDump(
-        concurrency=r.integer(join(where, "concurrency"), value["concurrency"], 1)
-        if "concurrency" in value else d.concurrency,
-        chunk_entries=r.integer(join(where, "chunk_entries"), value["chunk_entries"], 1)
-        if "chunk_entries" in value else d.chunk_entries,
-        max_entries_per_topic=r.integer(join(where, "max_entries_per_topic"), value["max_entries_per_topic"], 1)
-        if "max_entries_per_topic" in value else d.max_entries_per_topic,
-    )
+@record
+class PulsarCluster(Record):
+    """One Pulsar cluster. `name` is the cluster name its brokers use (replicated_from, pulsar.repl.<name>).
+    `token` resolves to the admin bearer token (also used by the Reader). `lab` is a plain dict for the simulator
+    (source "lab")."""
+
+    system: ClassVar[str] = "pulsar"
+
+    name: ClusterName
+    source: Source
+    admin_url: HttpUrl | None = None
+    service_url: ServiceUrl | None = None  # binary protocol, for dump.mode: reader
+    token: Secret | None = None
+    namespaces: Namespaces = ()  # "tenant/namespace"
+    topics: Topics = ()  # "persistent://tenant/namespace/topic"
+    dump: PulsarDump = Field(default_factory=PulsarDump)
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    tls_verify: Flag = True
+    lab: PulsarLab | None = None
+
+    @model_validator(mode="after")
+    def _rules(self) -> "PulsarCluster":
+        if self.source == "admin":
+            if self.admin_url is None:
+                raise rule_error("the admin REST URL (required for source: admin)", "nothing", at=("admin_url",))
+            if not self.namespaces and not self.topics:
+                raise rule_error("namespaces and/or topics to audit (required for source: admin)", "neither")
+            if self.lab is not None:
+                raise rule_error("a lab block only with source: lab", "source 'admin'", at=("lab",))
+            if self.dump.mode == "reader" and self.service_url is None:
+                raise rule_error(f"{SERVICE_URL_TEXT} (required for dump.mode: reader)", "nothing",
+                                 at=("service_url",))
+        else:
+            if self.admin_url is not None:
+                raise rule_error("no admin_url with source: lab", show(self.admin_url), at=("admin_url",))
+            if self.service_url is not None:
+                raise rule_error("no service_url with source: lab", show(self.service_url), at=("service_url",))
+            if self.lab is None:
+                set_field(self, "lab", {})
+        return self
+
+    @classmethod
+    def check_section(cls, clusters: Sequence["PulsarCluster"]) -> None:
+        """Rules over the whole `systems.pulsar` list (called by the estate loader)."""
+        labs = {repr(sorted((c.lab or {}).items())) for c in clusters if c.source == "lab"}
+        if len(labs) > 1:
+            # Lab clusters are views of one simulated world: they must agree on how it is built.
+            raise rule_error("the same lab mapping on every lab cluster (they are views of one simulated world)",
+                             f"{len(labs)} different lab mappings")
 
 
-__all__ = ["pulsar_clusters", "PulsarCluster", "PulsarDump", "SecretRef", "Timeouts"]
+@record
+class PulsarThresholds(Record):
+    """Pulsar's keys of the estate's `thresholds:` block."""
+
+    pulsar_replicator_backlog_max: NonNegative = 10_000  # entries waiting in a pulsar.repl.<remote> cursor
+    pulsar_snapshot_max_age_s: Duration = Field(300, alias="pulsar_snapshot_max_age")  # newest complete PIP-33
+
+
+__all__ = ["PulsarCluster", "PulsarDump", "PulsarThresholds", "Timeouts", "SOURCES", "DUMP_MODES"]

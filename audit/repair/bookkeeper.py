@@ -7,24 +7,22 @@ policy pick the real target; ours says where placement-aware re-replication shou
 the apply step. Entries with no replica left cannot be re-replicated: they are listed with the owning
 topic for escalation. `preconditions` record the metadata the plan was computed from (state, ctoken,
 lastEntryId, segments); the apply step must re-read it and refuse if it changed. `plan_id` is the sha256
-of the canonical JSON of everything else, so the same findings give the same id."""
+of the canonical JSON of everything else, so the same findings give the same id.
+
+`plan_run(outputs)` (the System's plan_repairs) reads the run's findings and tables and plans each cluster."""
 from __future__ import annotations
 
-import hashlib
 import json
+from pathlib import Path
 from typing import Any, Mapping
+
+from audit.repair.common import RepairInputError, error_item, plan_id
+
+__all__ = ["RepairInputError", "plan_id", "plan_repairs", "plan_run"]
 
 SHELL = "bin/bookkeeper shell"
 DEFAULT_RACK = "/default-rack"       # what BookKeeper's rack-aware policy assumes for an unmapped bookie
 WRITABLE, READABLE = ("available",), ("available", "readonly")
-
-
-class RepairInputError(ValueError):
-    """`source` names the input (e.g. "fragments[3]"), `field` the key, `expected` what it should hold."""
-
-    def __init__(self, source: str, field: str, expected: str):
-        self.source, self.field, self.expected = source, field, expected
-        super().__init__(f"{source}: {field}: expected {expected}")
 
 
 def _need(row: Mapping[str, Any], source: str, key: str, kind: type | tuple[type, ...], expected: str) -> Any:
@@ -111,9 +109,46 @@ def plan_repairs(fragments: list[dict], ledgers: Mapping[int, dict], bookies: Ma
     return plan
 
 
-def plan_id(plan: Mapping[str, Any]) -> str:
-    body = {k: v for k, v in plan.items() if k != "plan_id"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+def plan_run(outputs) -> tuple[list[dict], list[dict]]:
+    """One plan per cluster with missing fragments (findings/bk_missing_fragments), from tables/bk_ledgers,
+    tables/bk_bookies and the bk.entries_lost violations; a cluster whose inputs are malformed gives an error
+    item (`cluster`, `source`, `field`, `expected`, `error`) instead of a plan."""
+    from audit.report.build import read_rows
+
+    root = Path(outputs.root)
+    fragments = read_rows(root / "findings" / "bk_missing_fragments")
+    ledgers = read_rows(root / "tables" / "bk_ledgers")
+    bookies = read_rows(root / "tables" / "bk_bookies")
+    plans, errors = [], []
+    for cluster in sorted({f["cluster"] for f in fragments}):
+        try:
+            plans.append(plan_repairs(
+                [f for f in fragments if f["cluster"] == cluster],
+                {r["ledger_id"]: r for r in ledgers if r["cluster"] == cluster},
+                {b["bookie"]: {"state": b["state"], "rack": b.get("rack")} for b in bookies
+                 if b["cluster"] == cluster},
+                _lost_entries(outputs.violations, cluster)))
+        except RepairInputError as exc:
+            errors.append(error_item("bookkeeper", exc, cluster=cluster, source=exc.source))
+    return plans, errors
+
+
+def _lost_entries(violations: list[dict], cluster: str) -> list[dict]:
+    """{"ledger_id", "entry_count", "ranges"?} of the cluster's bk.entries_lost violations (from their evidence)."""
+    lost = []
+    for i, v in enumerate(violations):
+        if v.get("cluster") != cluster or v.get("check") != "bk.entries_lost":
+            continue
+        try:
+            ev = json.loads(v.get("evidence") or "{}")
+            item = {"ledger_id": int(ev["ledger_id"]), "entry_count": int(v["entry_count"])}
+        except (ValueError, TypeError, KeyError):
+            raise RepairInputError(f"violations[{i}]", "evidence.ledger_id / entry_count",
+                                   "JSON evidence with an integer ledger_id and an integer entry_count") from None
+        if ev.get("lost_ranges"):
+            item["ranges"] = ev["lost_ranges"]
+        lost.append(item)
+    return lost
 
 
 def _lost_by_ledger(lost: list[dict]) -> dict[int, list[dict]]:

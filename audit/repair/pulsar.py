@@ -1,6 +1,6 @@
 """Dry-run repair plan for Pulsar replicated subscriptions after a failover. Pure: no I/O, deterministic output.
 
-Input: metrics/pulsar_failover rows (docs/pulsar-contracts.md). For each (topic, subscription, source, target)
+Input: metrics/pulsar_failover rows (docs/pulsar/contracts.md). For each (topic, subscription, source, target)
 whose target cursor does not match the exact answer (another MDP, or messages redelivered / skipped), the plan
 puts the target subscription in the state the source had:
   1. cumulative reset of the target cursor AT `exact_target_mdp` (REST resetcursor with isExcluded=true, or
@@ -9,16 +9,19 @@ puts the target subscription in the state the source had:
   2. individual acknowledgements of `to_acknowledge` (what the source had acked above its MDP) through a
      client consumer, in chunks.
 `preconditions` hold the target cursor seen by the audit; whoever applies the plan re-reads it and refuses
-if it moved. Applying goes through the approval flow (not here). `plan_id` is the sha256 of the plan."""
+if it moved. Applying goes through the approval flow (not here). `plan_id` is the sha256 of the plan.
+
+`plan_run(outputs)` (the System's plan_repairs) reads metrics/pulsar_failover and the estate's admin URLs."""
 from __future__ import annotations
 
 import json
 import re
 import shlex
+from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import quote
 
-from audit.repair.bookkeeper import RepairInputError, plan_id
+from audit.repair.common import RepairInputError, error_item, plan_id
 
 ACK_CHUNK = 10_000            # positions per acknowledgement chunk (and the audit's to_acknowledge cap)
 _POSITION = re.compile(r"(\d+):(-1|\d+)")     # broker position L:E; E = -1 means "before entry 0 of L"
@@ -47,6 +50,24 @@ def plan_subscription_repairs(failover_rows: list[dict], *, cluster_admin_urls: 
     return plans + errors
 
 
+def plan_run(outputs) -> tuple[list[dict], list[dict]]:
+    """Plans and error items for the run's metrics/pulsar_failover rows (none when the run has no such
+    metrics), the reset calls pointed at each target cluster's admin URL from the estate (when it has one)."""
+    from audit.report.build import read_rows
+
+    path = Path(outputs.root) / "metrics" / "pulsar_failover"
+    rows = read_rows(path) if path.exists() else []
+    items = plan_subscription_repairs(rows, cluster_admin_urls=admin_urls(outputs.estate))
+    return ([p for p in items if p["status"] == "planned"], [p for p in items if p["status"] != "planned"])
+
+
+def admin_urls(estate: Any) -> dict[str, str]:
+    """Pulsar cluster name -> admin URL, for the estate's clusters that have one ({} without an estate)."""
+    if estate is None:
+        return {}
+    return {c.name: c.admin_url for c in estate.clusters("pulsar") if getattr(c, "admin_url", None)}
+
+
 def _label(i: int, row: Any) -> str:
     if not isinstance(row, Mapping):
         return f"failover[{i}]"
@@ -56,10 +77,8 @@ def _label(i: int, row: Any) -> str:
 
 def _error_item(i: int, row: Any, exc: RepairInputError) -> dict[str, Any]:
     get = row.get if isinstance(row, Mapping) else (lambda _k: None)
-    return {"status": "error", "system": "pulsar", "row": i, "topic": get("topic"),
-            "subscription": get("subscription"), "source_cluster": get("source_cluster"),
-            "target_cluster": get("target_cluster"), "field": exc.field, "expected": exc.expected,
-            "error": str(exc)}
+    return error_item("pulsar", exc, row=i, topic=get("topic"), subscription=get("subscription"),
+                      source_cluster=get("source_cluster"), target_cluster=get("target_cluster"))
 
 
 def _text(row: Mapping[str, Any], src: str, key: str) -> str:

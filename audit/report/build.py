@@ -1,31 +1,59 @@
 """Assemble a run's reports from what the earlier stages staged: summary.json, report.html, repair_plan.json.
 
 Reads small Parquet outputs with pyarrow (no Spark needed), the GX outcome (reports/validation.json), the
-collectors' coverage (raw/<system>/<cluster>/collection.json) and, for the lab, its ground truth. Pulsar
-metrics (metrics/pulsar_failover, metrics/pulsar_snapshots) are read when the run wrote them."""
+collectors' coverage (raw/<system>/<cluster>/collection.json), the failed jobs (reports/stages/*.json) and, for
+the lab, its ground truth. Everything a system adds -- its summary keys, HTML fragment, lab scorecard rules and
+dry-run repair plans -- comes from the declared systems' records (audit.contracts.System): nothing here names
+a system.
+
+repair_plan.json keeps the layout it had before systems were plug-ins: {"dry_run": true, "plans": [...],
+"<name>_plans": [...], "<name>_errors": [...]}, where the registry's first system (the original one) writes its
+plans under "plans" and its errors under "errors", and every other system under "<name>_plans" / "<name>_errors";
+each declared system's keys are written (empty lists when it planned nothing) and "plans" is always there."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Sequence
 
-import pyarrow.parquet as pq
-
-from audit.repair.bookkeeper import plan_repairs
-from audit.repair.pulsar import plan_subscription_repairs
+from audit.contracts import RunOutputs, System
 from audit.report.html import render_html
-from audit.report.summary import build_summary, replica_metrics
+from audit.report.summary import build_summary
+
+_SKIPPED = ("_", ".")   # Spark's _SUCCESS / _temporary, .crc files
 
 
-def _rows(path: Path) -> list[dict]:
-    if not path.exists():
+def read_rows(path: Path | str, columns: Iterable[str] | None = None) -> list[dict]:
+    """Every row of the Parquet table at `path`: one file, a folder of part files, or a folder of per-system
+    folders (`<system>/` or `system=<system>/`, any depth) -- the old flat layout and the new nested one alike.
+    Names starting with "_" or "." are skipped. A `key=value` folder gives column `key` to rows without it.
+    `columns`: read only these (those a file lacks are left out of its rows). [] for a missing path."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if path.is_file():
+        files = [(path, ())]
+    elif path.is_dir():
+        files = []
+        for f in sorted(path.rglob("*.parquet")):
+            rel = f.relative_to(path).parts
+            if f.is_file() and not any(p.startswith(_SKIPPED) for p in rel):
+                files.append((f, rel[:-1]))
+    else:
         return []
-    return pq.read_table(str(path)).to_pylist()
-
-
-def _optional_rows(path: Path) -> list[dict] | None:
-    """None when the run did not write this output (e.g. an estate without Pulsar), else its rows."""
-    return pq.read_table(str(path)).to_pylist() if path.exists() else None
+    wanted = list(columns) if columns is not None else None
+    rows: list[dict] = []
+    for f, folders in files:
+        pf = pq.ParquetFile(str(f))
+        cols = None if wanted is None else [c for c in wanted if c in pf.schema_arrow.names]
+        part = pf.read(columns=cols).to_pylist()
+        hive = dict(p.split("=", 1) for p in folders if "=" in p)
+        if hive:
+            for r in part:
+                for k, v in hive.items():
+                    r.setdefault(k, v)
+        rows += part
+    return rows
 
 
 def _coverage(root: Path) -> list[dict]:
@@ -33,9 +61,28 @@ def _coverage(root: Path) -> list[dict]:
     for f in sorted((root / "raw").glob("*/*/collection.json")):
         report = json.loads(f.read_text())
         gaps += [{"system": report["system"], "cluster": report["cluster"], **g} for g in report.get("gaps", [])]
-    for q in _rows(root / "tables" / "quarantine"):
-        gaps.append({"system": q["system"], "cluster": q["cluster"], "source": q["source_key"],
-                     "what": q["payload_kind"], "error": q["reason"]})
+    for q in read_rows(root / "tables" / "quarantine"):
+        gaps.append({"system": q.get("system"), "cluster": q.get("cluster"), "source": q.get("source_key"),
+                     "what": q.get("payload_kind"), "error": q.get("reason")})
+    gaps += _failed_stages(root)
+    return gaps
+
+
+def _failed_stages(root: Path) -> list[dict]:
+    """reports/stages/<stage>-<system>.json ({"system", "stage", "error"}), written by the pipeline when a
+    system's normalize or audit job failed: nothing of that system was audited past that stage."""
+    gaps = []
+    for f in sorted((root / "reports" / "stages").glob("*.json")):
+        try:
+            failure = json.loads(f.read_text())
+        except ValueError as exc:
+            failure = {"error": f"{f.name}: unreadable failure record ({exc})"}
+        if not isinstance(failure, dict):
+            failure = {"error": f"{f.name}: unreadable failure record (not a JSON object)"}
+        stage, _, system = f.stem.partition("-")
+        system, stage = failure.get("system") or system or "*", failure.get("stage") or stage
+        gaps.append({"system": system, "cluster": "*", "source": f"{stage} job", "what": f"{stage} of {system}",
+                     "error": failure.get("error")})
     return gaps
 
 
@@ -43,75 +90,79 @@ def _ground_truth(root: Path) -> dict[str, Any]:
     return {f.parent.name: json.loads(f.read_text()) for f in sorted((root / "raw" / "_lab").glob("*/ground_truth.json"))}
 
 
-def _repair_plans(root: Path, violations: list[dict]) -> list[dict]:
-    fragments = _rows(root / "findings" / "bk_missing_fragments")
-    ledgers = _rows(root / "tables" / "bk_ledgers")
-    bookies = _rows(root / "tables" / "bk_bookies")
-    plans = []
-    for cluster in sorted({f["cluster"] for f in fragments}):
-        lost = []
-        for v in violations:
-            if v["cluster"] == cluster and v["check"] == "bk.entries_lost":
-                ev = json.loads(v.get("evidence") or "{}")
-                item = {"ledger_id": int(ev["ledger_id"]), "entry_count": int(v["entry_count"])}
-                if ev.get("lost_ranges"):
-                    item["ranges"] = ev["lost_ranges"]
-                lost.append(item)
-        plans.append(plan_repairs(
-            [f for f in fragments if f["cluster"] == cluster],
-            {r["ledger_id"]: r for r in ledgers if r["cluster"] == cluster},
-            {b["bookie"]: {"state": b["state"], "rack": b.get("rack")} for b in bookies if b["cluster"] == cluster},
-            lost))
-    return plans
+def _first_system() -> str | None:
+    from audit.systems import names
+
+    return next(iter(names()), None)
+
+
+def repair_plans(systems: Sequence[System], outputs: RunOutputs) -> dict[str, tuple[list[dict], list[dict]]]:
+    """System name -> (plans, errors) of its `plan_repairs` (systems without a planner are left out)."""
+    return {s.name: tuple(s.plan_repairs(outputs)) for s in systems if s.plan_repairs is not None}
+
+
+def repair_plan_file(planned: dict[str, tuple[list[dict], list[dict]]]) -> dict[str, Any]:
+    """The content of reports/repair_plan.json (layout: this module's docstring)."""
+    first = _first_system()
+    out: dict[str, Any] = {"dry_run": True, "plans": []}
+    for name, (plans, errors) in planned.items():
+        prefix = "" if name == first else f"{name}_"
+        out[f"{prefix}plans"], out[f"{prefix}errors"] = plans, errors
+    return out
+
+
+def plan_summary(system: str, plan: dict) -> dict[str, Any]:
+    """A plan in summary["repair_plans"]: its system and its top-level scalar fields (cluster, plan_id, dry_run
+    and whatever names the plan's subject), without "status"."""
+    return {"system": system, **{k: v for k, v in plan.items() if k not in ("system", "status")
+                                 and isinstance(v, (str, int, float, bool))}}
 
 
 def build_run_report(root: Path, *, estate: str, run_id: str, attempt_id: str, report_prefix: str,
-                     pulsar_admin_urls: Mapping[str, str] | None = None) -> dict:
-    """`pulsar_admin_urls`: Pulsar cluster name -> admin URL, written into the Pulsar repair plans (optional)."""
+                     systems: Sequence[System], estate_config: Any = None) -> dict:
+    """`root`: the staged attempt folder. `estate`: the estate's name. `systems`: the declared systems, in order.
+    `estate_config`: the loaded estate, handed to the systems as RunOutputs.estate (e.g. their clusters' admin URLs)."""
     root = Path(root)
-    violations = _rows(root / "findings" / "violations")
-    metrics_rows = _rows(root / "metrics" / "bk_ledger_replicas")
-    metrics = replica_metrics(metrics_rows)
+    violations = read_rows(root / "findings" / "violations")
+    outputs = RunOutputs(root=root, violations=violations, estate=estate_config)
     validation_file = root / "reports" / "validation.json"
     validation = json.loads(validation_file.read_text()) if validation_file.exists() else None
     truth = _ground_truth(root)
     run_meta = {"estate": estate, "run_id": run_id, "attempt_id": attempt_id,
                 "report_location": report_prefix + "report.html", "report_prefix": report_prefix}
-    failover = _optional_rows(root / "metrics" / "pulsar_failover")
-    snapshots = _optional_rows(root / "metrics" / "pulsar_snapshots")
-    summary = build_summary(run_meta, violations, metrics, _coverage(root), validation, truth or None,
-                            pulsar_failover=failover, pulsar_snapshots=snapshots)
-    plans = _repair_plans(root, violations)
-    pulsar_items = plan_subscription_repairs(failover or [], cluster_admin_urls=pulsar_admin_urls)
-    pulsar_plans = [p for p in pulsar_items if p["status"] == "planned"]
-    pulsar_errors = [p for p in pulsar_items if p["status"] != "planned"]
-    summary["repair_plans"] = [{"system": "bookkeeper", "cluster": p["cluster"], "plan_id": p["plan_id"],
-                                "ledgers": len(p["ledgers"]), "dry_run": p["dry_run"]} for p in plans]
-    summary["repair_plans"] += [{"system": "pulsar", "cluster": p["cluster"], "plan_id": p["plan_id"],
-                                 "topic": p["topic"], "subscription": p["subscription"],
-                                 "source_cluster": p["source_cluster"], "dry_run": p["dry_run"]}
-                                for p in pulsar_plans]
-    if pulsar_errors:
-        summary["repair_errors"] = [{"system": "pulsar", "error": e["error"]} for e in pulsar_errors]
+    summary = build_summary(run_meta, violations, _coverage(root), validation, truth or None,
+                            systems=systems, outputs=outputs)
+    planned = repair_plans(systems, outputs)
+    summary["repair_plans"] = [plan_summary(name, p) for name, (plans, _) in planned.items() for p in plans]
+    errors = [{"system": name, "error": e.get("error")} for name, (_, errs) in planned.items() for e in errs]
+    if errors:
+        summary["repair_errors"] = errors
     reports = root / "reports"
     reports.mkdir(parents=True, exist_ok=True)
     (reports / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True, default=str))
-    (reports / "repair_plan.json").write_text(json.dumps(
-        {"dry_run": True, "plans": plans, "pulsar_plans": pulsar_plans, "pulsar_errors": pulsar_errors},
-        indent=1, sort_keys=True, default=str))
-    acks = [int(r["ack_quorum"]) for r in metrics_rows if r.get("audited") and r.get("ack_quorum")]
-    histogram = {int(k): v for k, v in metrics["replica_histogram"].items()}
-    (reports / "report.html").write_text(render_html(summary, violations, histogram,
-                                                     min_ack_quorum=min(acks) if acks else None))
+    (reports / "repair_plan.json").write_text(json.dumps(repair_plan_file(planned), indent=1, sort_keys=True,
+                                                         default=str))
+    (reports / "report.html").write_text(render_html(summary, violations, systems))
     return summary
 
 
 def load_violations(store, writer) -> list[dict]:
-    """The published run's violations (for alerting after the manifest is written)."""
+    """The published run's violations (for alerting after the manifest is written): every Parquet file under
+    findings/violations/, at any depth (one folder per system), with read_rows' rules."""
     import io
 
+    import pyarrow.parquet as pq
+
+    prefix = writer.key("findings", "violations") + "/"
     out = []
-    for key in store.list(writer.key("findings", "violations") + "/"):
-        if key.endswith(".parquet"):
-            out += pq.read_table(io.BytesIO(store.get(key))).to_pylist()
+    for key in store.list(prefix):
+        parts = key[len(prefix):].split("/")
+        if not key.endswith(".parquet") or any(p.startswith(_SKIPPED) for p in parts):
+            continue
+        rows = pq.ParquetFile(io.BytesIO(store.get(key))).read().to_pylist()
+        hive = dict(p.split("=", 1) for p in parts[:-1] if "=" in p)
+        for r in rows:
+            for k, v in hive.items():
+                r.setdefault(k, v)
+        out += rows
     return out

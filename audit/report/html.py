@@ -1,12 +1,13 @@
 """The human report: one self-contained HTML page (no external CSS, JS or images). Every value from the
-run goes through html.escape -- subjects and messages come from cluster metadata."""
+run goes through html.escape -- subjects and messages come from cluster metadata. The shared parts (status,
+counts, findings, coverage, Great Expectations, lab scorecard) are drawn here; each system's report section adds
+its own fragment (`ReportSection.html`), built with `_e` / `_table` from this module."""
 from __future__ import annotations
 
 from html import escape
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
-from audit.report.svg import bar_chart, grouped_bar_chart
-from audit.report.summary import SEVERITIES
+from audit.contracts import SEVERITIES, System
 
 MAX_FINDINGS_PER_CLUSTER = 500   # beyond this the page points to findings/violations
 STYLE = """
@@ -31,10 +32,14 @@ def _table(headers: Iterable[str], rows: Iterable[Iterable[Any]], raw_cols: froz
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def render_html(summary: Mapping[str, Any], violations: list[Mapping[str, Any]], replica_histogram: Mapping[int, int],
-                *, data_docs_href: str = "data_docs/index.html", min_ack_quorum: int | None = None) -> str:
-    """`replica_histogram`: least replica count -> number of audited ledgers. `data_docs_href`: link to GX
-    Data Docs relative to the report. Bars below `min_ack_quorum` (when given) are drawn as alarms."""
+def render_html(summary: Mapping[str, Any], violations: list[Mapping[str, Any]],
+                systems: Sequence[System] | None = None, *, data_docs_href: str = "data_docs/index.html") -> str:
+    """`systems`: the run's systems, whose report sections add their fragments (in this order) after the
+    coverage (None: every registered system). `data_docs_href`: link to GX Data Docs relative to the report."""
+    if systems is None:
+        from audit.systems import all_systems
+
+        systems = all_systems()
     status = str(summary.get("status", "incomplete"))
     title = f"replaudit report: {summary.get('estate')} run {summary.get('run_id')}"
     parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title>"
@@ -44,9 +49,10 @@ def render_html(summary: Mapping[str, Any], violations: list[Mapping[str, Any]],
     parts.append(_counts_section(summary))
     parts.append(_findings_section(violations))
     parts.append(_gaps_section(summary.get("coverage_gaps") or []))
-    parts.append(_replicas_section(replica_histogram, min_ack_quorum))
-    if summary.get("pulsar"):
-        parts.append(_pulsar_section(summary["pulsar"]))
+    for system in systems:
+        fragment = system.report.html(summary, violations)
+        if fragment:
+            parts.append(fragment)
     parts.append(_validation_section(summary.get("validation") or {}, data_docs_href))
     if summary.get("lab"):
         parts.append(_lab_section(summary["lab"]))
@@ -94,41 +100,6 @@ def _gaps_section(gaps: list[Mapping[str, Any]]) -> str:
             f"</p>" + _table(["system", "cluster", "source", "what", "error"], rows))
 
 
-def _replicas_section(histogram: Mapping[int, int], min_ack_quorum: int | None) -> str:
-    chart = bar_chart({int(k): int(v) for k, v in histogram.items()}, "Least replica count per ledger",
-                      "least replicas", "ledgers", highlight_below=min_ack_quorum)
-    return f"<h2>Replica counts</h2><figure id=\"replica-histogram\">{chart}</figure>"
-
-
-def _pulsar_section(pulsar: Mapping[str, Any]) -> str:
-    """Failover per cluster pair (totals, top subscriptions, a redelivered/skipped chart) and snapshot health."""
-    pairs = pulsar.get("pairs") or {}
-    out = ["<h2>Pulsar failover</h2>"]
-    keys = ("subscriptions", "compared", "redelivered", "skipped", "lost", "incomplete")
-    out.append(_table(["source -> target", *keys], [[name, *(p.get(k) for k in keys)] for name, p in pairs.items()])
-               if pairs else "<p>No replicated subscription pair was audited.</p>")
-    for n, (name, p) in enumerate(pairs.items()):
-        top = p.get("top") or []
-        if not top:
-            continue
-        out.append(f"<h3>{_e(name)}: subscriptions by redelivered + skipped</h3>")
-        out.append(_table(["topic", "subscription", "redelivered", "skipped", "lost"],
-                          [[t["topic"], t["subscription"], t["redelivered"], t["skipped"], t["lost"]] for t in top]))
-        labels = [f'{str(t["topic"]).rsplit("/", 1)[-1]} {t["subscription"]}' for t in top]
-        chart = grouped_bar_chart(labels, {"redelivered": [t["redelivered"] for t in top],
-                                           "skipped": [t["skipped"] for t in top]},
-                                  f"Redelivered and skipped messages, {name}", "messages")
-        out.append(f'<figure class="pulsar-failover" id="pulsar-failover-{n}">{chart}</figure>')
-    snaps = pulsar.get("snapshots") or {}
-    if snaps:
-        keys = ("health", "requests", "snapshots", "updates", "timed_out", "newest_snapshot_age_s",
-                "replicated_subscriptions")
-        out.append("<h3>Replicated-subscription snapshots</h3>")
-        out.append(_table(["cluster", "topic", *keys], [[c, topic, *(v.get(k) for k in keys)]
-                                                        for c, topics in snaps.items() for topic, v in topics.items()]))
-    return "\n".join(out)
-
-
 def _validation_section(gx: Mapping[str, Any], docs_href: str) -> str:
     out = ["<h2>Great Expectations</h2>"]
     suites = gx.get("suites") or []
@@ -159,15 +130,4 @@ def _lab_section(lab: Mapping[str, Any]) -> str:
         if items:
             cols = sorted({k for i in items for k in i})
             out.append(f"<h3>{name}</h3>" + _table(cols, [[i.get(c) for c in cols] for i in items]))
-    fo = lab.get("failover")
-    if fo:
-        kinds = ("expected", "matched", "mismatched", "missing", "unexpected")
-        out.append("<h3>Pulsar failover counts</h3>" + _table(kinds, [[fo.get(k, 0) for k in kinds]]))
-        counts = ("redelivered", "skipped", "lost")
-        rows = [[i["topic"], i["subscription"], f'{i["source_cluster"]}->{i["target_cluster"]}', kind,
-                 *(f'{(i.get("got") or {}).get(c)} (expected {i["expected"][c]})' if kind == "mismatched"
-                   else (i.get("expected") or {}).get(c, i.get(c)) for c in counts)]
-                for kind in ("mismatched", "missing", "unexpected") for i in fo.get(f"{kind}_items") or []]
-        if rows:
-            out.append(_table(["topic", "subscription", "pair", "outcome", *counts], rows))
     return "\n".join(out)

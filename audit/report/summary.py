@@ -1,25 +1,26 @@
-"""The machine-readable summary of a run (reports/summary.json). Pure: values in, dict out.
+"""The machine-readable summary of a run (reports/summary.json). Values in, dict out; the only reads are the
+systems' own report sections (`ReportSection.summary` / `.scorecard`, given the run's outputs).
 
 Exit status: "violations" when any finding exists, else "incomplete" when something could not be
-audited (a coverage gap, or a GX suite that was skipped or broke), else "clean".
-Lab scorecard: each ground-truth finding is matched to the run's violations on (check, cluster, ledger_id[, bookie])
-for BookKeeper and on (check, cluster, topic, subscription, target_cluster) -- from the evidence JSON -- for Pulsar;
-a match whose entry_count differs is "wrong_count". Pulsar ground truth also lists the exact failover counts of
-every subscription pair, compared with metrics/pulsar_failover (report/pulsar.py)."""
+audited (a coverage gap, a failed normalize/audit job, or a GX suite that was skipped or broke), else "clean".
+
+Each declared system's section adds its own keys to the summary (`ReportSection.summary(outputs)` returns a dict
+merged into the top level). Lab scorecard: each ground-truth file belongs to one system (its "system" key; an old
+file without one belongs to the only system whose `truth_required` keys its findings carry). Its findings are
+matched to that system's violations on the section's keys (`truth_key(finding)` against `claims(violation)`);
+a match whose entry_count differs is "wrong_count". A section with a `scorecard` adds its own part under
+`scorecard_key` (e.g. counts a lab simulated exactly), and that part's "perfect" joins the scorecard's."""
 from __future__ import annotations
 
-import json
-import re
 from collections import Counter
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
-from audit.report.sections.pulsar import failover_scorecard, pulsar_metrics
+from audit.contracts import SEVERITIES, RunOutputs, System
 from audit.validate.outcome import ValidationOutcome
 
-SEVERITIES = ("critical", "major", "minor", "warning")
 CLEAN, VIOLATIONS, INCOMPLETE = "clean", "violations", "incomplete"
-_LEDGER_IN_SUBJECT = re.compile(r"\bledger[\s:/=#-]*(\d+)", re.IGNORECASE)
 DETAIL_LIMIT = 200   # scorecard items listed per outcome kind
+KINDS = ("injected", "detected", "wrong_count", "missed", "false_alarms")
 
 
 class SummaryInputError(ValueError):
@@ -30,12 +31,13 @@ class SummaryInputError(ValueError):
         super().__init__(f"{source}: {field}: expected {expected}")
 
 
-def build_summary(run_meta: Mapping[str, Any], violations: list[dict], metrics: Mapping[str, Any],
-                  coverage_gaps: list[dict], validation: ValidationOutcome | Mapping[str, Any] | None,
-                  ground_truth: Any = None, *, pulsar_failover: list[dict] | None = None,
-                  pulsar_snapshots: list[dict] | None = None) -> dict[str, Any]:
-    """`pulsar_failover` / `pulsar_snapshots`: rows of metrics/pulsar_failover and metrics/pulsar_snapshots, None
-    when the run has no such metrics (no "pulsar" section then)."""
+def build_summary(run_meta: Mapping[str, Any], violations: list[dict], coverage_gaps: list[dict],
+                  validation: ValidationOutcome | Mapping[str, Any] | None, ground_truth: Any = None, *,
+                  systems: Sequence[System] = (), outputs: RunOutputs | None = None,
+                  parts: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`systems`: the run's declared systems, in order. `outputs`: the staged run, handed to the systems' report
+    sections. `parts`: the systems' summary keys when already computed (else `system_parts(systems, outputs)`;
+    nothing without outputs)."""
     for i, v in enumerate(violations):
         for key in ("system", "cluster", "check", "severity"):
             if not isinstance(v.get(key), str):
@@ -55,15 +57,30 @@ def build_summary(run_meta: Mapping[str, Any], violations: list[dict], metrics: 
         "complete": not coverage_gaps and bool(gx.get("complete", False)),
         "counts": count_violations(violations),
         "coverage_gaps": [dict(g) for g in coverage_gaps],
-        "metrics": dict(metrics),
         "validation": {**gx, "failed_expectations": _failed_expectations(gx)},
     }
-    if pulsar_failover is not None or pulsar_snapshots is not None:
-        summary["pulsar"] = pulsar_metrics(pulsar_failover, pulsar_snapshots)
-    truths = _truth_list(ground_truth)
+    if parts is None:
+        parts = system_parts(systems, outputs) if outputs is not None else {}
+    for key, value in parts.items():
+        if key in summary:
+            raise SummaryInputError("system summary", key, "a key the summary does not already hold")
+        summary[key] = value
+    truths = _truth_list(ground_truth, systems)
     if truths:
-        summary["lab"] = scorecard(truths, violations, pulsar_failover)
+        summary["lab"] = scorecard(truths, violations, systems, outputs)
     return summary
+
+
+def system_parts(systems: Sequence[System], outputs: RunOutputs) -> dict[str, Any]:
+    """Every system's `report.summary(outputs)`, merged; two systems may not claim the same key."""
+    out: dict[str, Any] = {}
+    owner: dict[str, str] = {}
+    for system in systems:
+        for key, value in (system.report.summary(outputs) or {}).items():
+            if key in out:
+                raise SummaryInputError(f"system {system.name}", key, f"a key system {owner[key]} does not use")
+            out[key], owner[key] = value, system.name
+    return out
 
 
 def count_violations(violations: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -85,104 +102,37 @@ def count_violations(violations: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             "by_cluster": {c: {s: cnt.get(s, 0) for s in SEVERITIES} for c, cnt in sorted(by_cluster.items())}}
 
 
-def replica_metrics(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Aggregate metrics/bk_ledger_replicas rows: per cluster totals and the least-replicas histogram
-    (audited ledgers only: a ledger that was not audited has no replica count)."""
-    clusters: dict[str, dict[str, int]] = {}
-    histogram: Counter = Counter()
-    keys = ("entries", "entries_lost", "entries_below_ack_quorum", "entries_below_write_quorum")
-    for r in rows:
-        c = clusters.setdefault(r["cluster"], {"ledgers": 0, "audited": 0, **{k: 0 for k in keys},
-                                               "ledgers_with_lost_entries": 0})
-        c["ledgers"] += 1
-        if not r.get("audited"):
-            continue
-        c["audited"] += 1
-        for k in keys:
-            c[k] += int(r.get(k) or 0)
-        c["ledgers_with_lost_entries"] += bool(r.get("entries_lost"))
-        if r.get("least_replicas") is not None:
-            histogram[int(r["least_replicas"])] += 1
-    return {"clusters": dict(sorted(clusters.items())),
-            "replica_histogram": {str(k): histogram[k] for k in sorted(histogram)}}
-
-
 # -- lab scorecard ---------------------------------------------------------------------------
-def _evidence(v: Mapping[str, Any]) -> dict[str, Any]:
-    ev = v.get("evidence")
-    if isinstance(ev, str):
-        try:
-            ev = json.loads(ev) if ev else {}
-        except ValueError:
-            ev = {}
-    return ev if isinstance(ev, dict) else {}
-
-
-def violation_key(v: Mapping[str, Any], with_bookie: bool) -> tuple:
-    """(check, cluster, ledger_id[, bookie]) of a violation. ledger_id and bookie come from the evidence
-    JSON, the ledger id otherwise from the subject ("ledger 12 ...")."""
-    ev = _evidence(v)
-    ledger = ev.get("ledger_id")
-    if ledger is None:
-        m = _LEDGER_IN_SUBJECT.search(str(v.get("subject") or ""))
-        ledger = int(m.group(1)) if m else None
-    key = (v.get("check"), v.get("cluster"), None if ledger is None else int(ledger))
-    return key + (ev.get("bookie"),) if with_bookie else key
-
-
-PULSAR_KEY = ("check", "cluster", "topic", "subscription", "target_cluster")
-
-
-def pulsar_key(v: Mapping[str, Any]) -> tuple:
-    """("pulsar", check, cluster, topic, subscription, target_cluster) of a Pulsar violation (from its evidence)
-    or ground-truth finding (its own fields); absent parts are None."""
-    ev = v if "evidence" not in v else {**_evidence(v), "check": v.get("check"), "cluster": v.get("cluster")}
-    return ("pulsar",) + tuple(ev.get(k) for k in PULSAR_KEY)
-
-
-def _truth_key(f: Mapping[str, Any], system: str) -> tuple:
-    if system == "pulsar":
-        return pulsar_key(f)
-    return (f["check"], f["cluster"], int(f["ledger_id"])) + ((f["bookie"],) if f.get("bookie") else ())
-
-
-def _claims(v: Mapping[str, Any]) -> list[tuple[tuple, Any]]:
-    """(key, entry_count) pairs one violation can answer. A ledger-level finding whose evidence lists
-    per-bookie parts (`outside`: [{bookie, entry_count}]) also answers each bookie on its own."""
-    if v.get("system") == "pulsar":
-        return [(pulsar_key(v), v.get("entry_count"))]
-    claims = [(violation_key(v, False), v.get("entry_count")), (violation_key(v, True), v.get("entry_count"))]
-    base = violation_key(v, False)
-    for part in _evidence(v).get("outside") or []:
-        if isinstance(part, dict) and part.get("bookie"):
-            claims.append((base + (part["bookie"],), part.get("entry_count")))
-    return claims
-
-
-def scorecard(truths: list[Mapping[str, Any]], violations: list[Mapping[str, Any]],
-              pulsar_failover: list[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+def scorecard(truths: Any, violations: list[Mapping[str, Any]], systems: Sequence[System],
+              outputs: RunOutputs | None = None) -> dict[str, Any]:
+    """`truths`: ground truth in any shape `build_summary` accepts. A violation's claims (its section's
+    `claims(violation)`) are keyed by its system: the first claim is the violation as a whole and answers one
+    truth, only while the violation answered nothing else; each further claim (a part of the violation, e.g.
+    one replica of a finding about several) answers one truth of its own."""
+    truths = _truth_list(truths, systems)
+    sections = {s.name: s.report for s in systems}
     lab_clusters = {t.get("cluster") for t in truths}
-    expected = [(f, _system(t)) for t in truths for f in t.get("findings", [])]
+    expected = [(f, t["system"]) for t in truths for f in t.get("findings", [])]
     scored = [v for v in violations if v.get("cluster") in lab_clusters]
     # Each claim answers one truth item; a violation is a false alarm when none of its claims is used.
     pool: dict[tuple, list[tuple[int, int, Any]]] = {}
     for vi, v in enumerate(scored):
-        for ci, (key, count) in enumerate(_claims(v)):
-            pool.setdefault(key, []).append((vi, ci, count))
+        section = sections.get(v.get("system"))
+        for ci, (key, count) in enumerate(section.claims(v) if section else ()):
+            pool.setdefault((v["system"], key), []).append((vi, ci, count))
     used_claims: set[tuple[int, int]] = set()
     used_violations: set[int] = set()
     detected, wrong, missed = [], [], []
     per_check: dict[str, Counter] = {}
     for f, system in expected:
-        key = _truth_key(f, system)
-        # a violation answers a ledger-level truth once, but may answer several bookie-level ones
+        section = sections[system]
+        key = (system, section.truth_key(f))
         match = next((c for c in pool.get(key, []) if (c[0], c[1]) not in used_claims
-                      and (f.get("bookie") or c[0] not in used_violations)), None)
+                      and (c[1] > 0 or c[0] not in used_violations)), None)
         pc = per_check.setdefault(f["check"], Counter())
         pc["injected"] += 1
-        where = ({k: f.get(k) for k in PULSAR_KEY[2:] if f.get(k) is not None} if system == "pulsar" else
-                 {"ledger_id": f["ledger_id"], **({"bookie": f["bookie"]} if f.get("bookie") else {})})
-        item = {"check": f["check"], "cluster": f["cluster"], **where, "expected_entry_count": f.get("entry_count")}
+        item = {"check": f["check"], "cluster": f["cluster"], **section.truth_item(f),
+                "expected_entry_count": f.get("entry_count")}
         if match is None:
             missed.append(item)
             pc["missed"] += 1
@@ -202,30 +152,30 @@ def scorecard(truths: list[Mapping[str, Any]], violations: list[Mapping[str, Any
             false_alarms.append({"check": v["check"], "cluster": v["cluster"], "subject": v.get("subject"),
                                  "entry_count": v.get("entry_count")})
             per_check.setdefault(v["check"], Counter())["false_alarms"] += 1
-    kinds = ("injected", "detected", "wrong_count", "missed", "false_alarms")
-    failover = failover_scorecard(truths, pulsar_failover, DETAIL_LIMIT)
     card = {
         "clusters": sorted(c for c in lab_clusters if c),
         "faults": sum(len(t.get("faults", [])) for t in truths),
         "injected": len(expected), "detected": len(detected), "wrong_count": len(wrong),
         "missed": len(missed), "false_alarms": len(false_alarms),
         "perfect": not (wrong or missed or false_alarms),
-        "by_check": {c: {k: cnt.get(k, 0) for k in kinds} for c, cnt in sorted(per_check.items())},
+        "by_check": {c: {k: cnt.get(k, 0) for k in KINDS} for c, cnt in sorted(per_check.items())},
         "wrong_count_items": wrong[:DETAIL_LIMIT], "missed_items": missed[:DETAIL_LIMIT],
         "false_alarm_items": false_alarms[:DETAIL_LIMIT],
     }
-    if failover is not None:
-        card["failover"] = failover
-        card["perfect"] = card["perfect"] and failover["perfect"]
+    for system in systems:
+        section = system.report
+        if section.scorecard is None or not section.scorecard_key:
+            continue
+        part = section.scorecard(truths, outputs)
+        if part is not None:
+            card[section.scorecard_key] = part
+            card["perfect"] = card["perfect"] and bool(part.get("perfect", True))
     return card
 
 
-def _system(truth: Mapping[str, Any]) -> str:
-    return "pulsar" if truth.get("system") == "pulsar" else "bookkeeper"
-
-
-def _truth_list(ground_truth: Any) -> list[Mapping[str, Any]]:
-    """None, one cluster's ground truth, a list of them, or {cluster: ground truth}."""
+def _truth_list(ground_truth: Any, systems: Sequence[System]) -> list[dict[str, Any]]:
+    """None, one cluster's ground truth, a list of them, or {cluster: ground truth}; each returned as a copy
+    carrying its "system"."""
     if not ground_truth:
         return []
     if isinstance(ground_truth, Mapping) and "findings" in ground_truth:
@@ -236,22 +186,41 @@ def _truth_list(ground_truth: Any) -> list[Mapping[str, Any]]:
         items = ground_truth
     else:
         raise SummaryInputError("ground_truth", "(root)", "a mapping or a list of mappings")
+    sections = {s.name: s.report for s in systems}
+    out = []
     for i, t in enumerate(items):
         if not isinstance(t, Mapping) or not isinstance(t.get("findings"), list):
             raise SummaryInputError(f"ground_truth[{i}]", "findings", "a list")
-        required = ("check", "cluster", "topic") if _system(t) == "pulsar" else ("check", "cluster", "ledger_id")
+        system = _truth_system(i, t, systems)
         for j, f in enumerate(t["findings"]):
-            for k in required:
-                if f.get(k) is None:
-                    raise SummaryInputError(f"ground_truth[{i}].findings[{j}]", k, "a value")
-        failover = t.get("failover", [])
-        if not isinstance(failover, list):
-            raise SummaryInputError(f"ground_truth[{i}]", "failover", "a list")
-        for j, f in enumerate(failover):
-            for k in ("topic", "subscription", "source_cluster", "target_cluster", "redelivered", "skipped", "lost"):
+            for k in sections[system].truth_required:
                 if not isinstance(f, Mapping) or f.get(k) is None:
-                    raise SummaryInputError(f"ground_truth[{i}].failover[{j}]", k, "a value")
-    return items
+                    raise SummaryInputError(f"ground_truth[{i}].findings[{j}]", k, "a value")
+        out.append({**t, "system": system})
+    return out
+
+
+def _truth_system(i: int, truth: Mapping[str, Any], systems: Sequence[System]) -> str:
+    """The truth's "system"; for a file without one, the only system whose `truth_required` keys every finding
+    carries, else (none or several) the system missing the fewest of them, first in `systems` on a tie -- so an
+    old file is checked against the keys it most likely meant, and its first missing key is named."""
+    names = [s.name for s in systems]
+    if not names:
+        raise SummaryInputError(f"ground_truth[{i}]", "system", "a system of the run (no system was given)")
+    system = truth.get("system")
+    if system is not None:
+        if system not in names:
+            raise SummaryInputError(f"ground_truth[{i}]", "system", f"one of {', '.join(names)}")
+        return system
+    findings = [f if isinstance(f, Mapping) else {} for f in truth["findings"]]
+
+    def missing(s: System) -> int:
+        return sum(f.get(k) is None for f in findings for k in s.report.truth_required)
+
+    fits = [s.name for s in systems if missing(s) == 0]
+    if len(fits) == 1:
+        return fits[0]
+    return min(systems, key=missing).name
 
 
 def _validation_json(validation: Any) -> dict[str, Any]:

@@ -3,13 +3,16 @@
 Keys are '/'-separated relative names (no leading '/', no empty, '.' or '..' segments). `list(prefix)`
 is a plain string-prefix match, like S3. Folder-style helpers (upload_dir, download_prefix) treat their
 prefix as a folder: "a/b" and "a/b/" both mean everything below "a/b/".
+
+This module holds the interface and the helpers the implementations share; it imports none of them (opening
+a store by URI is factory.py's job).
 """
 from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Iterable, Iterator
 
 
 class StoreError(Exception):
@@ -114,33 +117,3 @@ def iter_files(root: Path) -> Iterator[Path]:
     for dirpath, _, filenames in os.walk(root):
         for name in filenames:
             yield Path(dirpath) / name
-
-
-def open_store(uri: str, endpoint_url: str | None = None, region: str | None = None,
-               credentials: Mapping[str, str] | None = None, **s3_options) -> ObjectStore:
-    """`file://<path>` (relative paths against the current directory) or `s3://bucket[/prefix]`.
-    `credentials`: resolved {"access_key", "secret_key"[, "session_token"]} or None for boto3's
-    default chain. `s3_options` go to S3Store (max_attempts, connect_timeout, read_timeout, ...)."""
-    if uri.startswith("file://"):
-        from audit.store.local import LocalStore
-
-        if endpoint_url or credentials:
-            raise StoreError(uri, "", "endpoint_url/credentials only apply to s3:// stores")
-        return LocalStore(Path(uri[len("file://"):]))
-    if uri.startswith("s3://"):
-        from audit.store.s3 import S3Store
-
-        bucket, _, prefix = uri[len("s3://"):].partition("/")
-        return S3Store(bucket, prefix, endpoint_url=endpoint_url, region=region,
-                       credentials=credentials, **s3_options)
-    raise StoreError(uri, "", "expected a file://<path> or s3://<bucket>[/<prefix>] URI")
-
-
-def open_estate_store(store_config, secrets=None, **s3_options) -> ObjectStore:
-    """Open an estate's store (audit.config StoreConfig), resolving its credential references."""
-    from audit.config.secrets import SecretResolver, resolve_store_access
-
-    if store_config.scheme == "file":
-        return open_store(store_config.uri)
-    access = resolve_store_access(store_config, secrets or SecretResolver())
-    return open_store(store_config.uri, access.endpoint_url, access.region, access.credentials, **s3_options)

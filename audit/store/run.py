@@ -64,7 +64,7 @@ def _sha256_file(path: Path) -> tuple[int, str]:
 
 
 class AreaSink:
-    """`put(relative_key, data)` below one folder of an attempt (e.g. raw/bookkeeper/<cluster>/)."""
+    """`put(relative_key, data)` below one folder of an attempt (e.g. raw/<system>/<cluster>/)."""
 
     def __init__(self, writer: "RunWriter", area: str, parts: tuple[str, ...]):
         self._writer, self._area, self._parts = writer, area, parts
@@ -211,5 +211,3 @@ def latest_run(store: ObjectStore, estate: Any, before: datetime | str | None = 
         runs = [r for r in runs if r.run_id != before and (this is None or r.created < this.created)]
     return runs[-1] if runs else None
 
-
-from audit.store.staging import LocalStaging  # noqa: E402  (re-export; staging needs RunWriter)

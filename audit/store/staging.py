@@ -3,12 +3,10 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
 from audit.store.base import iter_files
-
-if TYPE_CHECKING:
-    from audit.store.run import RunWriter
+from audit.store.run import RunWriter
 
 
 class LocalStaging:
@@ -16,11 +14,12 @@ class LocalStaging:
 
     LocalStore: the attempt folder itself, so nothing is copied. Other stores: a staging folder
     `<staging_root>/<estate>/<run_id>/<attempt_id>` (default root: <project home>/.work/staging) that
-    `commit()` uploads; `fetch()` downloads what the attempt already holds (e.g. raw evidence).
+    `commit()` uploads; `fetch()` downloads what the attempt already holds (e.g. raw evidence). `label` gives
+    tasks of one attempt that run at the same time (one per system) folders of their own.
     As a context manager it commits on success and always removes the staging folder.
     """
 
-    def __init__(self, writer: RunWriter, staging_root: str | Path | None = None):
+    def __init__(self, writer: RunWriter, staging_root: str | Path | None = None, label: str | None = None):
         self.writer = writer
         direct = writer.store.local_path(writer.prefix.rstrip("/"))
         self.direct = direct is not None
@@ -32,7 +31,8 @@ class LocalStaging:
 
                 staging_root = project_home() / ".work" / "staging"
             self._staging_root = Path(staging_root)
-            self.root = self._staging_root / writer.estate / writer.run_id / writer.attempt_id
+            self.root = self._staging_root / writer.estate / writer.run_id / (
+                writer.attempt_id + (f"-{label}" if label else ""))
         self._fetched: dict[Path, tuple[int, int]] = {}  # path -> (size, mtime_ns) as downloaded
 
     def _local(self, area: str, parts: Iterable[str]) -> Path:

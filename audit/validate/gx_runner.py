@@ -1,8 +1,10 @@
-"""Run the committed GX checkpoints (expectations/gx) over the run's Spark DataFrames.
+"""Run the GX checkpoints of the shared suite and of each system's suites over the run's Spark DataFrames.
 
-The committed project is copied to a scratch folder and loaded from there: GX writes validation results
-(and may rewrite its config) into the project it loads, and the repository -- possibly read-only, possibly
-shared by concurrent runs -- must stay untouched. Data Docs go to a site added at run time in `docs_dir`.
+The committed project (expectations/gx) is copied to a scratch folder and loaded from there: GX writes validation
+results (and may rewrite its config) into the project it loads, and the repository -- possibly read-only,
+possibly shared by concurrent runs -- must stay untouched. A suite the committed project does not have (a system
+registered at run time) is added to that scratch copy from its SuiteSpec, with the generator's own code, so a
+plug-in system gets GX without committed files. Data Docs go to a site added at run time in `docs_dir`.
 One GX context per run: importing GX costs seconds."""
 from __future__ import annotations
 
@@ -13,11 +15,12 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
+from audit.contracts import System
 from audit.validate.outcome import (ERROR, FAILED, PASSED, SKIPPED, ExpectationOutcome, SuiteOutcome,
                                     ValidationOutcome)
-from audit.validate.suites import SUITES, SuiteSpec
+from audit.validate.spec import SuiteSpec
 
 log = logging.getLogger("replaudit.validate")
 DOCS_SITE = "replaudit_run"
@@ -32,12 +35,14 @@ class ValidationSetupError(Exception):
         super().__init__(f"{source}: {field}: expected {expected}")
 
 
-def run_validations(spark, tables: Mapping[str, Any], project_dir: Path, docs_dir: Path) -> ValidationOutcome:
+def run_validations(spark, tables: Mapping[str, Any], project_dir: Path, docs_dir: Path,
+                    systems: Iterable[System] | None = None) -> ValidationOutcome:
     """Validate each suite's table (`tables[suite.table]`, a Spark DataFrame) with the checkpoint of the
-    same name in `project_dir/gx`, and write Data Docs to `docs_dir`. A suite whose table is absent is
-    skipped, unless the suite does not apply at all (applicable_suites: system tables such as
-    "pulsar_failover" are optional); a suite GX cannot run is an error; neither stops the others. `spark` is
-    the session the DataFrames belong to: GX reuses the active session rather than starting one."""
+    same name in `project_dir/gx`, and write Data Docs to `docs_dir`. The suites are the shared one and those of
+    `systems` (None: every registered system); a suite whose `applies_when` tables were not handed over is left
+    out (applicable_suites), one whose table is absent is skipped, one GX cannot run is an error; neither stops
+    the others. `spark` is the session the DataFrames belong to: GX reuses the active session rather than
+    starting one."""
     started = time.monotonic()
     source = Path(project_dir) / "gx"
     if not (source / "great_expectations.yml").is_file():
@@ -46,6 +51,7 @@ def run_validations(spark, tables: Mapping[str, Any], project_dir: Path, docs_di
     spark.sparkContext  # noqa: B018 -- fail here, not inside GX, if the session is stopped
     docs_dir = Path(docs_dir)
     docs_dir.mkdir(parents=True, exist_ok=True)
+    specs = applicable_suites(tables, systems)
     import great_expectations as gx
 
     with tempfile.TemporaryDirectory(prefix="replaudit-gx-") as scratch:
@@ -57,7 +63,9 @@ def run_validations(spark, tables: Mapping[str, Any], project_dir: Path, docs_di
             "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(docs_dir)},
             "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
         })
-        suites = [_run_suite(ctx, spec, tables.get(spec.table)) for spec in applicable_suites(tables)]
+        unbuilt = _add_missing_suites(ctx, [spec for spec in specs if tables.get(spec.table) is not None])
+        suites = [SuiteOutcome(spec.name, spec.table, ERROR, error=unbuilt[spec.name]) if spec.name in unbuilt
+                  else _run_suite(ctx, spec, tables.get(spec.table)) for spec in specs]
         docs_index = None
         if any(s.status in (PASSED, FAILED) for s in suites):
             ctx.build_data_docs(site_names=[DOCS_SITE])
@@ -66,16 +74,42 @@ def run_validations(spark, tables: Mapping[str, Any], project_dir: Path, docs_di
     return ValidationOutcome(suites=suites, docs_index=docs_index, duration_s=time.monotonic() - started)
 
 
-def applicable_suites(tables: Mapping[str, Any]) -> list[SuiteSpec]:
-    """The suites for this run: one whose `applies_when` tables were not handed over belongs to a system the
-    estate does not have (e.g. no Pulsar) and is left out, so it neither fails nor makes the run incomplete."""
+def applicable_suites(tables: Mapping[str, Any], systems: Iterable[System] | None = None) -> list[SuiteSpec]:
+    """The suites for this run (the shared one and those of `systems`, None: every registered system): one whose
+    `applies_when` tables were not handed over belongs to a system the estate does not have and is left out, so
+    it neither fails nor makes the run incomplete."""
+    from audit.validate.suites import all_suites, suites_for
+
     out = []
-    for spec in SUITES:
+    for spec in all_suites() if systems is None else suites_for(systems):
         if all(tables.get(t) is not None for t in spec.applies_when):
             out.append(spec)
         else:
             log.info("GX suite %s does not apply: no %s table", spec.name, ", ".join(spec.applies_when))
     return out
+
+
+def _add_missing_suites(ctx, specs: list[SuiteSpec]) -> dict[str, str]:
+    """Add to the (scratch) context every suite of `specs` it has no checkpoint for; returns {suite: why not}
+    for those GX refused."""
+    from great_expectations.exceptions import DataContextError
+
+    from audit.validate.project import add_suite
+
+    failed = {}
+    for spec in specs:
+        try:
+            ctx.checkpoints.get(spec.name)
+            continue
+        except DataContextError:
+            pass
+        log.info("GX suite %s is not in the committed project: added to this run's copy", spec.name)
+        try:
+            add_suite(ctx, spec)
+        except Exception as exc:  # GX raises many types; the other suites must still run
+            log.exception("GX suite %s could not be added", spec.name)
+            failed[spec.name] = f"could not add the suite to the GX project: {type(exc).__name__}: {exc}"
+    return failed
 
 
 def _run_suite(ctx, spec: SuiteSpec, df) -> SuiteOutcome:

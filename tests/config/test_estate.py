@@ -86,7 +86,7 @@ def test_shipped_lab_estate(monkeypatch, tmp_path):
     assert estate.home == tmp_path.resolve()
     assert estate.store.uri == f"file://{tmp_path.resolve()}/.work/store"
     assert estate.alerts.routes == ()
-    [cluster] = estate.bookkeeper
+    [cluster] = estate.clusters("bookkeeper")
     assert (cluster.name, cluster.source, cluster.lab["seed"]) == ("bk-lab", "lab", 7)
     assert estate.cluster("bookkeeper", "bk-lab") is cluster
 
@@ -104,7 +104,7 @@ def test_full_estate(tmp_path):
     assert route.headers_from["X-Api-Key"] == SecretRef(
         airflow_conn="ops_hook", field="extra.api_key", where="alerts.routes[0].headers_from.X-Api-Key")
     assert route.accepts("critical") and route.accepts("major") and not route.accepts("minor")
-    east, lab = estate.bookkeeper
+    east, lab = estate.clusters("bookkeeper")
     assert east.zookeeper.hosts == "zk1:2181,zk2:2181/pulsar"
     assert east.zookeeper.digest_auth.env == "ZK_AUTH"
     assert east.racks == {"10.0.0.1:3181": "/eu/rack1"}
@@ -122,7 +122,7 @@ def test_defaults_of_a_minimal_estate(tmp_path):
     assert estate.store.uri == f"file://{tmp_path.resolve()}/.work/store"
     assert estate.spark.master == "local[*]" and estate.spark.conf == {}
     assert estate.thresholds.open_ledger_max_age_s == 6 * 3600
-    assert estate.bookkeeper[0].lab == {}
+    assert estate.clusters("bookkeeper")[0].lab == {}
 
 
 def test_relative_store_path_resolves_against_home_not_the_estate_folder(tmp_path):
@@ -137,8 +137,8 @@ def test_relative_store_path_resolves_against_home_not_the_estate_folder(tmp_pat
 def test_lab_block_is_a_copy(tmp_path):
     path = write(tmp_path, MINIMAL.replace("source: lab}", "source: lab, lab: {faults: [{kind: disk_loss}]}}"))
     first = load_estate(path, home=tmp_path)
-    first.bookkeeper[0].lab["faults"].append({"kind": "mutated"})
-    assert load_estate(path, home=tmp_path).bookkeeper[0].lab == {"faults": [{"kind": "disk_loss"}]}
+    first.clusters("bookkeeper")[0].lab["faults"].append({"kind": "mutated"})
+    assert load_estate(path, home=tmp_path).clusters("bookkeeper")[0].lab == {"faults": [{"kind": "disk_loss"}]}
 
 
 def test_typo_names_file_field_and_suggestion(tmp_path):

@@ -6,6 +6,7 @@ from audit.report.html import render_html
 from audit.report.summary import build_summary
 from audit.report.svg import bar_chart
 from audit.validate.outcome import ExpectationOutcome, SuiteOutcome, ValidationOutcome
+from tests.report.systems import SYSTEMS
 
 EVIL = '<script>alert("x")</script>'
 
@@ -29,8 +30,11 @@ def _page(violations, gaps=(), truth=None, histogram=None):
     e = ExpectationOutcome("expect_column_values_to_be_between", "bk.entries_lost", "critical", "d", False, 1)
     gx = ValidationOutcome([SuiteOutcome("bk_ledger_replicas", "bk_ledger_replicas", "failed", expectations=[e])],
                            docs_index="index.html")
-    summary = build_summary({"estate": "lab", "run_id": "r-1"}, violations, {}, list(gaps), gx, truth)
-    return summary, render_html(summary, violations, histogram or {0: 1, 2: 3, 3: 40}, min_ack_quorum=2)
+    metrics = {"replica_histogram": {str(k): n for k, n in (histogram or {0: 1, 2: 3, 3: 40}).items()},
+               "min_ack_quorum": 2}
+    summary = build_summary({"estate": "lab", "run_id": "r-1"}, violations, list(gaps), gx, truth, systems=SYSTEMS,
+                            parts={"metrics": metrics})
+    return summary, render_html(summary, violations, SYSTEMS)
 
 
 def test_page_is_self_contained_and_escapes_values():

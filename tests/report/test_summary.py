@@ -2,8 +2,10 @@ import json
 
 import pytest
 
-from audit.report.summary import SummaryInputError, build_summary, replica_metrics, scorecard, violation_key
+from audit.report.sections.bookkeeper import replica_metrics, violation_key
+from audit.report.summary import SummaryInputError, build_summary, scorecard
 from audit.validate.outcome import ExpectationOutcome, SuiteOutcome, ValidationOutcome
+from tests.report.systems import SYSTEMS
 
 RUN = {"estate": "lab", "run_id": "r1", "attempt_id": "a1"}
 
@@ -31,7 +33,7 @@ def gx(status="passed"):
      "violations", False),
 ])
 def test_exit_status(violations, gaps, validation, status, complete):
-    s = build_summary(RUN, violations, {}, gaps, validation, None)
+    s = build_summary(RUN, violations, gaps, validation, None, systems=SYSTEMS)
     assert (s["status"], s["complete"]) == (status, complete)
     assert s["estate"] == "lab" and s["run_id"] == "r1"
     assert "lab" not in s
@@ -40,7 +42,7 @@ def test_exit_status(violations, gaps, validation, status, complete):
 def test_counts_by_system_cluster_check_severity_and_gx_failures():
     vs = [v("bk.entries_lost", "critical", 1, 5), v("bk.entries_below_ack_quorum", "major", 1, 9),
           v("bk.entries_below_ack_quorum", "major", 2, 3, cluster="bk-b"), v("bk.placement_violation", "minor", 3)]
-    s = build_summary(RUN, vs, {"x": 1}, [], gx("failed").to_json(), None)
+    s = build_summary(RUN, vs, [], gx("failed").to_json(), None, systems=SYSTEMS, parts={"metrics": {"x": 1}})
     c = s["counts"]
     assert c["total"] == 4 and c["entries"] == 17
     assert c["by_severity"] == {"critical": 1, "major": 2, "minor": 1, "warning": 0}
@@ -81,7 +83,7 @@ TRUTH = {"cluster": "bk-a", "faults": [{"kind": "bookie_crash"}, {"kind": "delet
      dict(injected=4, detected=0, wrong_count=0, missed=4, false_alarms=0, perfect=False)),
 ])
 def test_lab_scorecard(violations, expect):
-    lab = build_summary(RUN, violations, {}, [], gx(), TRUTH)["lab"]
+    lab = build_summary(RUN, violations, [], gx(), TRUTH, systems=SYSTEMS)["lab"]
     assert {k: lab[k] for k in expect} == expect
     assert lab["faults"] == 2 and lab["clusters"] == ["bk-a"]
     by_check = lab["by_check"]
@@ -90,14 +92,14 @@ def test_lab_scorecard(violations, expect):
 
 
 def test_wrong_count_item_names_both_counts():
-    lab = scorecard([TRUTH], [v("bk.entries_lost", "critical", 1, 4)])
+    lab = scorecard([TRUTH], [v("bk.entries_lost", "critical", 1, 4)], SYSTEMS)
     assert lab["wrong_count_items"] == [{"check": "bk.entries_lost", "cluster": "bk-a", "ledger_id": 1,
                                          "expected_entry_count": 5, "entry_count": 4}]
 
 
 @pytest.mark.parametrize("truth", [TRUTH, [TRUTH], {"bk-a": TRUTH}])
 def test_ground_truth_shapes(truth):
-    assert build_summary(RUN, [], {}, [], gx(), truth)["lab"]["injected"] == 4
+    assert build_summary(RUN, [], [], gx(), truth, systems=SYSTEMS)["lab"]["injected"] == 4
 
 
 def test_ledger_from_subject_when_evidence_lacks_it():
@@ -116,7 +118,7 @@ def test_ledger_from_subject_when_evidence_lacks_it():
 ])
 def test_bad_input_names_source_and_field(violations, truth, source, field):
     with pytest.raises(SummaryInputError) as err:
-        build_summary(RUN, violations, {}, [], gx(), truth)
+        build_summary(RUN, violations, [], gx(), truth, systems=SYSTEMS)
     assert (err.value.source, err.value.field) == (source, field)
 
 
@@ -139,6 +141,6 @@ def test_one_ledger_finding_with_per_bookie_parts_answers_each_bookie():
         {"check": "bk.entries_outside_ensemble", "cluster": "bk-a", "ledger_id": 3, "bookie": "b5", "entry_count": 2}]}
     ev = {"ledger_id": 3, "outside": [{"bookie": "b4", "entry_count": 6}, {"bookie": "b5", "entry_count": 1}]}
     row = {**v("bk.entries_outside_ensemble", "major", 3, 7), "evidence": json.dumps(ev)}
-    lab = scorecard([truth], [row])
+    lab = scorecard([truth], [row], SYSTEMS)
     assert (lab["detected"], lab["wrong_count"], lab["missed"], lab["false_alarms"]) == (1, 1, 0, 0)
     assert lab["wrong_count_items"][0]["bookie"] == "b5"

@@ -5,8 +5,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from audit.store.run import (LocalStaging, ManifestError, RunWriter, latest_run, list_runs,
-                             manifest_key, read_manifest)
+from audit.store.run import ManifestError, RunWriter, latest_run, list_runs, manifest_key, read_manifest
+from audit.store.staging import LocalStaging
 from tests.s3fixture import open_s3_store
 
 

@@ -1,4 +1,4 @@
-"""Ledger metadata through a bookie's HTTP admin API (formats.md §1.5), for clusters whose ZooKeeper the
+"""Ledger metadata through a bookie's HTTP admin API (docs/formats/bookkeeper.md §1.5), for clusters whose ZooKeeper the
 auditor may not reach. Read-only GETs:
 - `/api/v1/ledger/list/?page=P` -> {"<id>": null, ...}, pages of 100 (LIST_LEDGER_BATCH_SIZE);
 - `/api/v1/ledger/metadata/?ledger_id=N` -> {"N": <LedgerMetadata bean>}, stored redacted as

@@ -1,14 +1,9 @@
 """BookKeeperCollector: ledger metadata from ZooKeeper, then each ensemble bookie's entry list.
 
-Takes an audit.config.model.BookKeeperCluster (source "zookeeper") or the same shape as a mapping:
-    name: bk-a
-    source: zookeeper                                            # optional in a mapping
-    zookeeper: {hosts: "zk1:2181,zk2:2181[/chroot]", ledgers_root: /ledgers,
-                digest_auth: {env: ZK_DIGEST}}                   # optional; resolves to "user:password"
-    bookie_addresses: {"<bookie id>": "host:port"}               # optional
-    racks: {"<bookie id>": /region/rack}                         # optional -> bookies/racks.json
-    timeouts: {connect_s: 5, request_s: 30}                      # optional; ZooKeeper and bookies
-    bookie_window: 100                                           # optional, requests in flight per bookie
+Takes a validated audit.config.bookkeeper.BookKeeperCluster with source "zookeeper" (the estate's
+systems.bookkeeper[] entry, docs/estate.md: zookeeper.hosts / ledgers_root / digest_auth, bookie_addresses,
+racks, timeouts, bookie_window). The configuration is validated once, by that model; a mapping of the same keys
+(source may be left out) is read through the same model.
 """
 from __future__ import annotations
 
@@ -20,15 +15,12 @@ from typing import Any, Mapping
 from audit.collectors.base import CollectionReport, Collector, CoverageGap, RawSink
 from audit.collectors.bookkeeper import zk_metadata
 from audit.collectors.bookkeeper.bookie_client import BookieClientConfig, collect_entries_of_ledgers
+from audit.config.bookkeeper import BookKeeperCluster
 from audit.config.secrets import SecretResolver
 from audit.formats.errors import PayloadError
 
 COLLECTION_KEY = "collection.json"
 RACKS_KEY = "bookies/racks.json"
-_TIMEOUT_DEFAULTS = {"connect_s": 5.0, "request_s": 30.0}
-_TOP_KEYS = {"name", "system", "source", "zookeeper", "bookie_addresses", "racks", "timeouts", "lab",
-             "bookie_window"}
-_ZK_KEYS = {"hosts", "ledgers_root", "digest_auth"}
 
 
 class ClusterConfigError(ValueError):
@@ -51,59 +43,33 @@ class BookKeeperClusterSettings:
     bookie: BookieClientConfig
 
 
-def _as_mapping(cfg: Any) -> Mapping[str, Any]:
-    if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
-        # Shallow on purpose: a nested SecretRef stays an object the resolver understands.
-        return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
-    if isinstance(cfg, Mapping):
+def _validated(cfg: Any) -> BookKeeperCluster:
+    """The cluster as the estate's model; a mapping goes through that model (the one set of rules)."""
+    if not isinstance(cfg, Mapping):
         return cfg
-    raise ClusterConfigError("?", "<cluster>", "a mapping or a BookKeeperCluster", type(cfg).__name__)
+    from pydantic import TypeAdapter, ValidationError
 
+    from audit.config.errors import first_problem
 
-def _string_map(name: str, field: str, value: Any) -> dict[str, str]:
-    value = value or {}
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
-                                                 for k, v in value.items()):
-        raise ClusterConfigError(name, field, "a mapping of bookie id -> string", value)
-    return dict(value)
+    try:
+        return TypeAdapter(BookKeeperCluster).validate_python({"source": "zookeeper", **cfg})
+    except ValidationError as exc:
+        problem = first_problem(exc)
+        name = cfg.get("name") if isinstance(cfg.get("name"), str) else "?"
+        raise ClusterConfigError(name, problem.field or "<cluster>", problem.expected, problem.got) from None
 
 
 def parse_cluster(cfg: Any) -> BookKeeperClusterSettings:
-    cfg = _as_mapping(cfg)
-    name = cfg.get("name")
-    if not isinstance(name, str) or not name:
-        raise ClusterConfigError("?", "name", "a non-empty string", name)
-    unknown = set(cfg) - _TOP_KEYS
-    if unknown:
-        raise ClusterConfigError(name, sorted(unknown)[0], f"one of {sorted(_TOP_KEYS)}")
-    if cfg.get("source", "zookeeper") != "zookeeper":
-        raise ClusterConfigError(name, "source", "'zookeeper' (lab clusters are simulated, not collected)",
-                                 cfg.get("source"))
-    zk = _as_mapping(cfg["zookeeper"]) if cfg.get("zookeeper") is not None else None
-    if zk is None or set(zk) - _ZK_KEYS or not isinstance(zk.get("hosts"), str) or not zk["hosts"]:
-        raise ClusterConfigError(name, "zookeeper", f"a mapping with keys among {sorted(_ZK_KEYS)} and a "
-                                 "'host:port[,host:port][/chroot]' hosts string", zk)
-    root = zk.get("ledgers_root") or zk_metadata.DEFAULT_LEDGERS_ROOT
-    if not isinstance(root, str) or not root.startswith("/"):
-        raise ClusterConfigError(name, "zookeeper.ledgers_root", "an absolute znode path like /ledgers", root)
-    timeouts = cfg.get("timeouts") or {}
-    timeouts = _as_mapping(timeouts)
-    if set(timeouts) - set(_TIMEOUT_DEFAULTS):
-        raise ClusterConfigError(name, "timeouts", f"keys among {sorted(_TIMEOUT_DEFAULTS)}", timeouts)
-    t = {k: timeouts.get(k, default) for k, default in _TIMEOUT_DEFAULTS.items()}
-    for k, v in t.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-            raise ClusterConfigError(name, f"timeouts.{k}", "a positive number of seconds", v)
-    window = cfg.get("bookie_window", BookieClientConfig.window)
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ClusterConfigError(name, "bookie_window", "a positive integer", window)
+    c = _validated(cfg)
+    if c.source != "zookeeper":
+        raise ClusterConfigError(c.name, "source", "'zookeeper' (lab clusters are simulated, not collected)",
+                                 c.source)
+    zk, t = c.zookeeper, c.timeouts
     return BookKeeperClusterSettings(
-        name=name, zk_hosts=zk["hosts"], ledgers_root=root, zk_digest_auth=zk.get("digest_auth"),
-        bookie_addresses=_string_map(name, "bookie_addresses", cfg.get("bookie_addresses")),
-        racks=_string_map(name, "racks", cfg.get("racks")),
-        zk_timeout_s=float(t["request_s"]),
-        bookie=BookieClientConfig(connect_timeout_s=float(t["connect_s"]), request_timeout_s=float(t["request_s"]),
-                                  window=window))
+        name=c.name, zk_hosts=zk.hosts, ledgers_root=zk.ledgers_root, zk_digest_auth=zk.digest_auth,
+        bookie_addresses=dict(c.bookie_addresses), racks=dict(c.racks), zk_timeout_s=float(t.request_s),
+        bookie=BookieClientConfig(connect_timeout_s=float(t.connect_s), request_timeout_s=float(t.request_s),
+                                  window=c.bookie_window))
 
 
 class BookKeeperCollector(Collector):

@@ -1,1 +1,1 @@
-"""Pulsar admin REST collector (docs/pulsar-collector.md)."""
+"""Pulsar admin REST collector (docs/pulsar/collector.md)."""

@@ -28,7 +28,7 @@ from requests.adapters import HTTPAdapter
 log = logging.getLogger(__name__)
 
 PERSISTENT = "/admin/v2/persistent"
-BODY_EXCERPT = 200  # characters of an error body kept in error texts (docs/pulsar-contracts.md)
+BODY_EXCERPT = 200  # characters of an error body kept in error texts (docs/pulsar/contracts.md)
 MAX_REDIRECTS = 5
 PULSAR_HEADER_PREFIX = "x-pulsar-"
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})

@@ -1,4 +1,4 @@
-"""PulsarCollector: a cluster's topics through the admin REST API, read-only (docs/pulsar-collector.md).
+"""PulsarCollector: a cluster's topics through the admin REST API, read-only (docs/pulsar/collector.md).
 
 Per topic (a partition is a topic), under `topics/<tenant>/<namespace>/<topic>/`:
   stats-internal.json  GET .../internalStats
@@ -24,7 +24,7 @@ from audit.collectors.pulsar.discovery import TopicName, discover_topics
 from audit.collectors.pulsar.dump import DUMP_KEY, DumpSettings, TopicDump, stored
 from audit.collectors.pulsar.reader import PulsarClientReaderSource, ReaderSource
 from audit.collectors.pulsar.dump_window import plan_window, replicated_subscriptions
-from audit.config.model import PulsarCluster
+from audit.config.pulsar import PulsarCluster
 from audit.config.secrets import SecretResolver
 from audit.formats.errors import PayloadError
 from audit.formats.pulsar.stats import TopicStats, decode_topic_stats
@@ -33,7 +33,6 @@ from audit.formats.pulsar.stats_internal import StatsInternal, decode_stats_inte
 log = logging.getLogger(__name__)
 
 COLLECTION_KEY = "collection.json"
-DUMP_MODES = ("admin", "reader")
 
 
 class PulsarConfigError(ValueError):
@@ -44,32 +43,18 @@ class PulsarConfigError(ValueError):
         super().__init__(f"pulsar cluster {cluster!r}: field {field}: expected {expected}, got {got!r}")
 
 
-def _positive_int(cluster: str, field: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise PulsarConfigError(cluster, field, "a positive integer", value)
-    return value
-
-
 def dump_settings(cluster: PulsarCluster, progress_every: int = 10) -> DumpSettings:
     d = cluster.dump
-    return DumpSettings(concurrency=_positive_int(cluster.name, "dump.concurrency", d.concurrency),
-                        chunk_entries=_positive_int(cluster.name, "dump.chunk_entries", d.chunk_entries),
-                        max_entries_per_topic=_positive_int(cluster.name, "dump.max_entries_per_topic",
-                                                            d.max_entries_per_topic),
-                        progress_every=progress_every)
+    return DumpSettings(concurrency=d.concurrency, chunk_entries=d.chunk_entries,
+                        max_entries_per_topic=d.max_entries_per_topic, progress_every=progress_every)
 
 
-def check_cluster(cluster: Any) -> None:
-    if not isinstance(cluster, PulsarCluster):
-        raise PulsarConfigError("?", "<cluster>", "an audit.config.model.PulsarCluster", type(cluster).__name__)
+def check_cluster(cluster: PulsarCluster) -> None:
+    """Only `source: admin` clusters are collected (the model guarantees their admin_url, and a service_url for
+    `dump.mode: reader`); lab clusters are simulated."""
     if cluster.source != "admin":
         raise PulsarConfigError(cluster.name, "source", "'admin' (lab clusters are simulated, not collected)",
                                 cluster.source)
-    if not isinstance(cluster.admin_url, str) or not cluster.admin_url.startswith(("http://", "https://")):
-        raise PulsarConfigError(cluster.name, "admin_url", "an http(s):// admin REST URL", cluster.admin_url)
-    mode = getattr(cluster.dump, "mode", "admin")
-    if mode not in DUMP_MODES:
-        raise PulsarConfigError(cluster.name, "dump.mode", f"one of {', '.join(DUMP_MODES)}", mode)
 
 
 class PulsarCollector(Collector):
@@ -79,7 +64,8 @@ class PulsarCollector(Collector):
                  retry_base_delay_s: float = 0.5, reader: ReaderSource | None = None, progress_every: int = 10):
         """`sleep` and the retry knobs shape the backoff for moving topics (tests pass a no-op sleep).
         `reader` replaces the admin endpoint for data messages (reader.py); without it, `dump.mode: reader`
-        builds a pulsar-client Reader from the cluster's `service_url`."""
+        builds a pulsar-client Reader from the cluster's `service_url`. `cluster` is the estate's validated
+        PulsarCluster: its values are not checked again here."""
         self._retry = RetryPolicy(attempts=retry_attempts, base_delay_s=retry_base_delay_s, sleep=sleep)
         self._reader = reader
         self._progress_every = progress_every
@@ -116,13 +102,10 @@ class PulsarCollector(Collector):
         return report
 
     def _reader_for(self, cluster: PulsarCluster, token: str | None) -> ReaderSource | None:
-        if self._reader is not None or getattr(cluster.dump, "mode", "admin") != "reader":
+        if self._reader is not None or cluster.dump.mode != "reader":
             return self._reader
-        service_url = getattr(cluster, "service_url", None)
-        if not isinstance(service_url, str) or not service_url.startswith(("pulsar://", "pulsar+ssl://")):
-            raise PulsarConfigError(cluster.name, "service_url", "a pulsar:// broker URL (dump.mode: reader)",
-                                    service_url)
-        return PulsarClientReaderSource(service_url, token, operation_timeout_s=int(cluster.timeouts.request_s),
+        return PulsarClientReaderSource(cluster.service_url, token,
+                                        operation_timeout_s=int(cluster.timeouts.request_s),
                                         read_timeout_ms=int(cluster.timeouts.request_s * 1000))
 
 

@@ -34,7 +34,7 @@ class TopicName:
 
     @property
     def folder(self) -> str:
-        """Where the topic's raw evidence goes (docs/pulsar-contracts.md, "Raw evidence")."""
+        """Where the topic's raw evidence goes (docs/pulsar/contracts.md, "Raw evidence")."""
         return f"topics/{self.tenant}/{self.namespace}/{self.local}"
 
     def path(self, suffix: str = "") -> str:

@@ -1,5 +1,5 @@
 """The per-entry dump of one topic: `T/dump/<L>/<first>-<last>.jsonl` chunks and `T/dump.json`
-(docs/pulsar-contracts.md, "Raw evidence").
+(docs/pulsar/contracts.md, "Raw evidence").
 
 Each window position is fetched through GET .../ledger/{L}/entry/{E} (or taken from a ReaderSource, see
 reader.py) with at most `concurrency` requests in flight. A chunk is written once all its positions are

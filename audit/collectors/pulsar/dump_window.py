@@ -1,4 +1,4 @@
-"""The dump window of one topic and how it is cut into raw chunks (docs/pulsar-contracts.md, `T/dump.json`).
+"""The dump window of one topic and how it is cut into raw chunks (docs/pulsar/contracts.md, `T/dump.json`).
 
 from (exclusive) = the smallest markDeletePosition among replicated subscriptions and `pulsar.repl.*` replicator
 cursors: everything at or below it is acknowledged everywhere that matters for a failover, and may already be
@@ -6,7 +6,7 @@ trimmed. to (inclusive) = lastConfirmedEntry when the dump starts.
 
 Positions are enumerated from the stats-internal `ledgers` list, never by arithmetic across ledgers (ledger ids
 are not contiguous per topic). The open ledger shows `entries: 0`; its count is `currentLedgerEntries`, which may
-include adds still in flight, so lastConfirmedEntry bounds it (formats.md §2.1, sample -02).
+include adds still in flight, so lastConfirmedEntry bounds it (docs/formats/pulsar.md §2.1, sample -02).
 """
 from __future__ import annotations
 

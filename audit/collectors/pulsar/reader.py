@@ -7,7 +7,7 @@ chunk, through GET .../ledger/{L}/entry/{E}. `server_only_positions` is that com
 
 `ReaderSource` is what the dump plugs in; `PulsarClientReaderSource` implements it with the `pulsar` client
 module, imported only when used (pulsar-client is an optional dependency). It has not been run against a
-broker in this repository's tests; see docs/pulsar-collector.md.
+broker in this repository's tests; see docs/pulsar/collector.md.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""BookKeeper ledger metadata and entry-availability as plain values (formats.md §1.1, §1.7)."""
+"""BookKeeper ledger metadata and entry-availability as plain values (docs/formats/bookkeeper.md §1.1, §1.7)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

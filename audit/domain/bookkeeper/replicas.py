@@ -1,4 +1,4 @@
-"""The Auditor's ReplicasCheck (formats.md §1.7) computed over entry ranges, never entry by entry.
+"""The Auditor's ReplicasCheck (docs/formats/bookkeeper.md §1.7) computed over entry ranges, never entry by entry.
 
 Per segment the range [first, last] is cut at every bound of every ensemble bookie's holdings. Inside
 one such piece each bookie holds nothing, everything or a periodic pattern, so the number of missing

@@ -1,4 +1,4 @@
-"""Round-robin striping arithmetic over entry ranges (formats.md §1.6), in closed form.
+"""Round-robin striping arithmetic over entry ranges (docs/formats/bookkeeper.md §1.6), in closed form.
 
 Ensemble index i is expected to hold entry e iff (i - e) mod E < Qw: the write set of e is
 {(e + w) mod E : w < Qw} with e the *absolute* entry id (RoundRobinDistributionSchedule).

@@ -1,5 +1,5 @@
 """A cursor's acked set: every position <= markDeletePosition, plus the individually-deleted open-closed
-ranges (formats.md §2.2, §2.3), evaluated over a whole window at once.
+ranges (docs/formats/pulsar.md §2.2, §2.3), evaluated over a whole window at once.
 
 Membership is computed on window-relative keys (window.PositionIndex): the window is sorted, so
 "<= markDeletePosition" is a prefix and each range (lower..upper] is the slice of entries with

@@ -1,4 +1,4 @@
-"""Pure rules: facts about one topic -> rows of the shared findings schema (docs/pulsar-contracts.md).
+"""Pure rules: facts about one topic -> rows of the shared findings schema (docs/pulsar/contracts.md).
 
 Subjects: `"<topic> sub=<subscription> <source>-><target>"` for findings about one subscription between two
 clusters, `"<topic>"` for everything else (the evidence names the cursor or the remote cluster).
@@ -10,17 +10,52 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from audit.contracts import Check
 from audit.domain.pulsar.pip33 import SnapshotHealth
 from audit.domain.pulsar.positions import Position
 
 SYSTEM = "pulsar"
-CHECKS = {
-    "pulsar.failover_loss": "critical", "pulsar.message_missing_on_target": "critical",
-    "pulsar.failover_skip": "major", "pulsar.target_cursor_ahead": "major",
-    "pulsar.replicated_subscription_one_way": "major", "pulsar.replicator_disconnected": "major",
-    "pulsar.failover_redelivery": "minor", "pulsar.acks_below_mark_delete": "minor",
-    "pulsar.snapshot_stale": "minor", "pulsar.replicator_backlog": "minor",
-    "pulsar.snapshot_timeout": "warning",
+# Every finding the Pulsar audit raises: check id -> (severity, meaning). The findings, the GX suites, the report
+# and the alerts all read this table (docs/pulsar/contracts.md lists the same ids).
+CHECKS: Mapping[str, Check] = {
+    "pulsar.failover_loss": Check(
+        "critical", "messages acked on the target that the source never dispatched: a failover loses them"),
+    "pulsar.message_missing_on_target": Check(
+        "critical", "messages the replicator has acked to the remote cluster have no copy there"),
+    "pulsar.failover_skip": Check(
+        "major", "messages acked on the target but not on the source: a failover skips them"),
+    "pulsar.target_cursor_ahead": Check(
+        "major", "the target subscription acked beyond any snapshot of the source (acks made on the target)"),
+    "pulsar.replicated_subscription_one_way": Check(
+        "major", "a replicated subscription on a topic the remote cluster does not replicate back: "
+                 "PIP-33 snapshots can never complete"),
+    "pulsar.replicator_disconnected": Check(
+        "major", "the replicator to a remote cluster is not connected"),
+    "pulsar.failover_redelivery": Check(
+        "minor", "messages acked on the source but not on the target: a failover redelivers them"),
+    "pulsar.acks_below_mark_delete": Check(
+        "minor", "a cursor keeps individually-deleted ranges at or below its markDeletePosition"),
+    "pulsar.snapshot_stale": Check(
+        "minor", "data published longer ago than snapshot_max_age is still not covered by a complete "
+                 "PIP-33 snapshot"),
+    "pulsar.replicator_backlog": Check(
+        "minor", "a replicator's backlog is above replicator_backlog_max"),
+    "pulsar.snapshot_timeout": Check(
+        "warning", "PIP-33 snapshot requests got no complete snapshot within 30 s"),
+}
+
+# What the GX suites check of the audit's own output (metrics/pulsar_failover and the Pulsar findings). Never a
+# finding: a failure means the audit wrote something wrong, not that a cluster is broken.
+VALIDATION_CHECKS: Mapping[str, Check] = {
+    "pulsar.metrics_schema": Check(
+        "major", "metrics/pulsar_failover has every column the expectations read; no row lacks its keys or "
+                 "cursor positions"),
+    "pulsar.metrics_consistency": Check(
+        "major", "failover counts are non-negative and add up, positions are 'ledgerId:entryId', "
+                 "to_acknowledge is a bounded JSON list"),
+    "pulsar.findings_schema": Check(
+        "major", "every Pulsar finding uses a check id of CHECKS with its severity, names its topic (and "
+                 "subscription and target cluster for a pair) and counts at least one message on failover"),
 }
 
 
@@ -81,8 +116,8 @@ class SnapshotFacts:
 
 def _row(run_id: str, check: str, cluster: str, subject: str, count: int | None, message: str,
          evidence: Mapping[str, Any]) -> dict:
-    return {"run_id": run_id, "system": SYSTEM, "cluster": cluster, "check": check, "severity": CHECKS[check],
-            "subject": subject, "entry_count": count, "message": message,
+    return {"run_id": run_id, "system": SYSTEM, "cluster": cluster, "check": check,
+            "severity": CHECKS[check].severity, "subject": subject, "entry_count": count, "message": message,
             "evidence": json.dumps(dict(evidence), sort_keys=True, default=str)}
 
 

@@ -1,7 +1,7 @@
 """Which failover findings matter: only those from a source where the subscription is consumed.
 
 Failing over *from* a standby that never served consumers is not a failover anyone performs, and on that
-reverse pair the primary's own acks would count as "skipped" (docs/pulsar-contracts.md, "Which pairs raise
+reverse pair the primary's own acks would count as "skipped" (docs/pulsar/contracts.md, "Which pairs raise
 findings"). Unknown consumption (no stats, or an old broker's partial stats) keeps the finding: better a
 finding to dismiss than a loss nobody hears about."""
 from __future__ import annotations

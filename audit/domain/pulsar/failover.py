@@ -1,5 +1,5 @@
 """What a failover of one subscription from source cluster X to target cluster Y would do
-(docs/pulsar-contracts.md "Failover semantics"):
+(docs/pulsar/contracts.md "Failover semantics"):
   redelivered = on both, acked on X, not acked on Y;  skipped = on both, acked on Y, not acked on X;
   lost = skipped and at or after X's readPosition (X never dispatched it).
 

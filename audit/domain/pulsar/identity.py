@@ -1,4 +1,4 @@
-"""Message identity across clusters (docs/pulsar-contracts.md "Failover semantics").
+"""Message identity across clusters (docs/pulsar/contracts.md "Failover semantics").
 
 A message published on cluster C at position p is (C, p). Its copies carry replicated_from = C and, on
 recent Pulsar, __MSG_PROP_REPL_SOURCE_POSITION = p; the original has no property (its own position is the

@@ -1,4 +1,4 @@
-"""Replicated subscriptions (PIP-33, formats.md §2.6) read back from the source's marker entries.
+"""Replicated subscriptions (PIP-33, docs/formats/pulsar.md §2.6) read back from the source's marker entries.
 
 Expected target markDeletePosition for subscription S, source X, target Y (the "audit mapping rule"):
   1. The newest UPDATE for S naming Y that X wrote (marker 13 in X's window, not a replicated copy, or its
@@ -12,7 +12,7 @@ Expected target markDeletePosition for subscription S, source X, target Y (the "
      default 10; the newer list cache (default 30) keeps at least that many, so pass 30 for those brokers).
      The expectation is s*.clusters[Y].
   3. Otherwise none (null): no snapshot applies.
-Target cursor ahead (docs/pulsar-contracts.md "Which pairs raise findings"): the source makes a PIP-33 claim
+Target cursor ahead (docs/pulsar/contracts.md "Which pairs raise findings"): the source makes a PIP-33 claim
 about Y only through markers in its dump window: its own UPDATEs for S and its own SNAPSHOTs at or below the
 source MDP, naming Y. Without one there is no claim (this keeps one-sided and reverse pairs quiet). With one,
 Y's markDeletePosition may justifiably reach the highest Y position among those and among the UPDATE copies

@@ -1,4 +1,4 @@
-"""Broker positions `ledgerId:entryId` (formats.md §2.2)."""
+"""Broker positions `ledgerId:entryId` (docs/formats/pulsar.md §2.2)."""
 from __future__ import annotations
 
 import re

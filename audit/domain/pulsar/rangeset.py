@@ -1,4 +1,4 @@
-"""`individuallyDeletedMessages`: a set of open-closed ranges `(lower..upper]` of acked positions (formats.md §2.3)."""
+"""`individuallyDeletedMessages`: a set of open-closed ranges `(lower..upper]` of acked positions (docs/formats/pulsar.md §2.3)."""
 from __future__ import annotations
 
 import bisect
@@ -66,7 +66,7 @@ class AckRanges:
 
     def below(self, position: Position) -> tuple[Range, ...]:
         """Ranges whose lower bound is below `position` (a markDeletePosition): each one violates the
-        invariant "first range lower bound >= markDeletePosition" (formats.md §2.3)."""
+        invariant "first range lower bound >= markDeletePosition" (docs/formats/pulsar.md §2.3)."""
         return tuple(r for r in self._ranges if r[0] < position)
 
     def to_string(self) -> str:

@@ -73,7 +73,7 @@ class PositionIndex:
 
 @dataclass(eq=False)
 class Marker:
-    """A marker entry (formats.md §2.5) of the window, with its decoded payload."""
+    """A marker entry (docs/formats/pulsar.md §2.5) of the window, with its decoded payload."""
 
     marker_type: int
     position: Position

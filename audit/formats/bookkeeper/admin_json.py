@@ -1,4 +1,4 @@
-"""Bookie admin HTTP ledger metadata: `GET /api/v1/ledger/metadata/?ledger_id=N` (formats.md §1.5).
+"""Bookie admin HTTP ledger metadata: `GET /api/v1/ledger/metadata/?ledger_id=N` (docs/formats/bookkeeper.md §1.5).
 
 Answer = `{"<ledgerId>": <LedgerMetadata as a Jackson bean>}`; byte[] values (password,
 customMetadata) are base64 strings, bookies are `{"id": "host:port"}` (BookKeeper >= 4.12) or the

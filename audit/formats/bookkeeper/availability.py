@@ -1,4 +1,4 @@
-"""AvailabilityOfEntriesOfLedger bytes: which entries of a ledger one bookie stores (formats.md §1.7).
+"""AvailabilityOfEntriesOfLedger bytes: which entries of a ledger one bookie stores (docs/formats/bookkeeper.md §1.7).
 
 Layout (big-endian): 64-byte header = int32 version (0), int32 number of groups, zero padding;
 then 24 bytes per SequenceGroup = int64 firstSequenceStart, int64 lastSequenceStart,

@@ -1,4 +1,4 @@
-"""Ledger-metadata znode values: decode, encode and password redaction (formats.md §1.1-1.2).
+"""Ledger-metadata znode values: decode, encode and password redaction (docs/formats/bookkeeper.md §1.1-1.2).
 
 Znode = `BookieMetadataFormatVersion\\t<n>\\n` + body, where the body is
 v1 plain text, v2 protobuf TextFormat of LedgerMetadataFormat, or v3 varint32-delimited binary.
@@ -263,7 +263,7 @@ _LEAF4 = re.compile(r"L(\d{4})")
 
 def ledger_id_from_znode_path(path: str) -> int | None:
     """Ledger id encoded in a znode path (flat L%010d, legacy 2-4-4 or long 3-4-4-4-4 hierarchical),
-    or None when the path is not a ledger node (formats.md §1.3)."""
+    or None when the path is not a ledger node (docs/formats/bookkeeper.md §1.3)."""
     parts = [p for p in path.split("/") if p]
     if not parts:
         return None

@@ -1,4 +1,4 @@
-"""Per-entry dump lines (docs/pulsar-contracts.md "Raw evidence", `T/dump/<L>/<first>-<last>.jsonl`).
+"""Per-entry dump lines (docs/pulsar/contracts.md "Raw evidence", `T/dump/<L>/<first>-<last>.jsonl`).
 
 Each line records one answer of GET .../ledger/{L}/entry/{E}: the broker puts the message metadata in
 `X-Pulsar-*` response headers and the (decompressed) payload in the body. Header names are matched

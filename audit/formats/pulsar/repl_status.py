@@ -1,4 +1,4 @@
-"""replicatedSubscriptionStatus (GET .../subscription/{sub}/replicatedSubscriptionStatus, formats.md §2.4):
+"""replicatedSubscriptionStatus (GET .../subscription/{sub}/replicatedSubscriptionStatus, docs/formats/pulsar.md §2.4):
 a `Map<String, Boolean>` from (partition) topic name to "replicated subscriptions enabled"."""
 from __future__ import annotations
 

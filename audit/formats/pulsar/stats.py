@@ -1,5 +1,5 @@
 """`topics stats` (GET .../stats): TopicStats, of which the audit needs the `replication` section (one
-ReplicatorStats per *remote* cluster, formats.md §2.4), each subscription's replication flags and its
+ReplicatorStats per *remote* cluster, docs/formats/pulsar.md §2.4), each subscription's replication flags and its
 consumption evidence (connected consumers, msgOutCounter, lastConsumedTimestamp).
 
 Rates are doubles, counters longs; fields that newer brokers added are optional, unknown ones ignored

@@ -1,4 +1,4 @@
-"""`topics stats-internal` (GET .../internalStats): PersistentTopicInternalStats (formats.md §2.1).
+"""`topics stats-internal` (GET .../internalStats): PersistentTopicInternalStats (docs/formats/pulsar.md §2.1).
 
 Every vintage seen is accepted: 2016 outputs (`lastLedgerCreationFailureTimestamp: null`, "yyyy-MM-dd HH:mm:ss.SSS"
 timestamps, cursors without `properties`), current ones (ISO-8601 with offset, `active`, `properties`), outputs with

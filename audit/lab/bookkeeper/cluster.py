@@ -1,5 +1,6 @@
 """The lab BookKeeper cluster: build it from the estate's `lab:` block, read its state, and emit the native
-payloads the real collectors fetch (raw keys of docs/contracts.md, relative to raw/bookkeeper/<cluster>/).
+payloads the real collectors fetch (raw keys of docs/bookkeeper/contracts.md, relative to
+raw/bookkeeper/<cluster>/).
 
     lab = build_lab({"seed": 7}, as_of_ms)
     truth = emit(lab, sink)          # sink.put(relative_key, bytes); truth -> raw/_lab/ground_truth.json
@@ -24,7 +25,7 @@ class RawSink(Protocol):
 
 
 def znode_path(ledger_id: int) -> str:
-    """Path under the ledgers root of the hybrid hierarchical manager (formats.md §1.3): 2-4-4 of %010d
+    """Path under the ledgers root of the hybrid hierarchical manager (docs/formats/bookkeeper.md §1.3): 2-4-4 of %010d
     below Integer.MAX_VALUE, else 3-4-4-4-4 of %019d."""
     if ledger_id < INT32_MAX:
         s = f"{ledger_id:010d}"

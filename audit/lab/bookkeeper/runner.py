@@ -14,8 +14,8 @@ def _lab_cfg(cluster) -> dict:
     return dict(cluster.lab or {})
 
 
-def collect_lab_cluster(cluster, sink, secrets, as_of_ms: int,
-                        open_ledger_max_age_s: int | None = None) -> tuple[CollectionReport, dict[str, Any]]:
+def collect(cluster, sink, secrets, as_of_ms: int,
+            open_ledger_max_age_s: int | None = None) -> tuple[CollectionReport, dict[str, Any]]:
     from audit.lab.bookkeeper import build_lab, emit
 
     cfg = _lab_cfg(cluster)

@@ -1,6 +1,6 @@
 """The BookKeeper replication protocol, simulated: bookies that store entries, and ledger writers that stripe
 entries over the current ensemble, count acks, advance LAC and change ensembles on write failures
-(formats.md §1.6: LedgerHandle.ensembleChangeLoop, RoundRobinDistributionSchedule).
+(docs/formats/bookkeeper.md §1.6: LedgerHandle.ensembleChangeLoop, RoundRobinDistributionSchedule).
 
 Time is explicit (ms). A bookie's state at time t comes from its timeline (down intervals, read-only since),
 so ledgers can be written one after another and still see the same cluster a concurrent run would."""

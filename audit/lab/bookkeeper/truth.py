@@ -1,6 +1,6 @@
 """Ground truth of a lab run, computed from the simulation state alone -- never from the audit's code.
 
-Replica counts follow ReplicasCheck (formats.md §1.7), one entry at a time: for a CLOSED ledger with
+Replica counts follow ReplicasCheck (docs/formats/bookkeeper.md §1.7), one entry at a time: for a CLOSED ledger with
 lastEntryId >= 0, m(e) = number of bookies of e's write set in the metadata that answer and do not hold e
 (a bookie without the ledger answers ENOLEDGER: it holds nothing); bookies that do not answer are not
 counted. lost: Qw - m == 0, below ack quorum: Qw - m < Qa, below write quorum: Qw - m < Qw."""

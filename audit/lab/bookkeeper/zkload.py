@@ -1,5 +1,5 @@
 """Load a lab BookKeeper cluster into a real ZooKeeper, laid out like a hierarchical ledger manager
-(formats.md §1.3): <root>/LAYOUT, INSTANCEID, idgen, available[/readonly]/<bookie>, cookies/<bookie>,
+(docs/formats/bookkeeper.md §1.3): <root>/LAYOUT, INSTANCEID, idgen, available[/readonly]/<bookie>, cookies/<bookie>,
 and one znode per ledger at its 2-4-4 (or 3-4-4-4-4) path, carrying the ledger password as BookKeeper
 stores it -- so a collector's redaction has something to redact.
 

@@ -26,7 +26,7 @@ from typing import Iterator, Mapping
 from audit.lab.pulsar.payloads import OCTET_STREAM, entry_headers, jackson, replicated_status, stats_internal, \
     topic_stats
 from audit.lab.pulsar.runner import UnknownLabCluster
-from audit.lab.pulsar.world import World
+from audit.lab.pulsar.builder import World
 
 JSON = "application/json"
 _JETTY_PAGE = ("<html>\n<head>\n<meta http-equiv=\"Content-Type\" content=\"text/html;charset=ISO-8859-1\"/>\n"

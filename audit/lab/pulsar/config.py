@@ -1,4 +1,4 @@
-"""The `lab:` mapping of a Pulsar lab estate (docs/lab-pulsar.md): one simulated world shared by every lab cluster.
+"""The `lab:` mapping of a Pulsar lab estate (docs/pulsar/lab.md): one simulated world shared by every lab cluster.
 
 Every key is optional. Sizes are kept small by default so that building the world and emitting all of its
 clusters takes well under five seconds."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from audit.formats.pulsar.markers import SNAPSHOT
 from audit.formats.pulsar.stats_internal import REPLICATED_PROPERTY
 from audit.lab.pulsar.model import Cursor, Entry, Poller
-from audit.lab.pulsar.pip33 import SnapshotCache
+from audit.lab.pulsar.snapshots import SnapshotCache
 from audit.lab.pulsar.topic import Topic
 
 DISPATCH_TICK_MS = 50

@@ -1,4 +1,4 @@
-"""Write one lab cluster's raw evidence (docs/pulsar-contracts.md "Raw evidence", keys relative to
+"""Write one lab cluster's raw evidence (docs/pulsar/contracts.md "Raw evidence", keys relative to
 raw/pulsar/<cluster>/) through a RawSink, exactly as the admin collector lays it out:
 
     topics/<tenant>/<ns>/<topic>/stats-internal.json | stats.json | dump.json
@@ -20,7 +20,7 @@ from audit.lab.pulsar.model import Entry
 from audit.lab.pulsar.payloads import OCTET_STREAM, entry_headers, jackson, replicated_status, stats_internal, \
     topic_stats
 from audit.lab.pulsar.topic import Topic
-from audit.lab.pulsar.world import World
+from audit.lab.pulsar.builder import World
 
 
 def headers_dict(headers: list[tuple[str, str]]) -> dict[str, str | list[str]]:

@@ -2,7 +2,7 @@
 cluster) and managed cursors (markDeletePosition, individually-deleted set, readPosition).
 
 Positions are (ledgerId, entryId) tuples. Inside the model an entry is addressed by its index in the topic's
-entry list, which keeps "the previous entry" (formats.md §2.3: the last entry of the previous non-empty ledger)
+entry list, which keeps "the previous entry" (docs/formats/pulsar.md §2.3: the last entry of the previous non-empty ledger)
 and cursor arithmetic trivial while ledger ids stay cluster-global and non-contiguous."""
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ class Entry:
     replicated_from: str | None = None
     replicate_to: tuple[str, ...] | None = None  # None: replicate everywhere
     marker_type: int | None = None
-    marker: Any = None  # the simulation's view of a marker payload (pulsar_pip33.MarkerInfo)
+    marker: Any = None  # the simulation's view of a marker payload (snapshots.MarkerInfo)
     deliver_at_ms: int | None = None
     ident: tuple[str, int, int] | None = None  # data messages: (origin cluster, origin ledger, origin entry)
 

@@ -1,6 +1,6 @@
 """Admin REST bodies of the lab's topics, as a broker sends them: compact Jackson JSON (no spaces, null fields
 left out) with the key order of the real PersistentTopicInternalStats / TopicStats / ReplicatorStats objects
-(shared/fixtures/real/pulsar-stats-internal-*.json, pulsar-stats-replication-07.json), and the per-entry
+(tests/fixtures/real/pulsar-stats-internal-*.json, pulsar-stats-replication-07.json), and the per-entry
 answer of GET .../ledger/{l}/entry/{e} (body + X-Pulsar-* headers in PersistentTopicsBase's order).
 
 The emitter and the loopback admin server both use these, so the raw evidence the lab writes directly is

@@ -1,4 +1,4 @@
-"""PIP-33 replicated subscriptions, as formats.md §2.6 describes them (ReplicatedSubscriptionsController,
+"""PIP-33 replicated subscriptions, as docs/formats/pulsar.md §2.6 describes them (ReplicatedSubscriptionsController,
 ReplicatedSubscriptionsSnapshotBuilder, the old TreeMap ReplicatedSubscriptionSnapshotCache):
 
 1. every snapshot period the controller of a topic with replicated subscriptions writes a SNAPSHOT_REQUEST,
@@ -8,7 +8,8 @@ ReplicatedSubscriptionsSnapshotBuilder, the old TreeMap ReplicatedSubscriptionSn
 3. the requester collects one response per remote (a second round with more than one remote), then writes
    SNAPSHOT {local_message_id = local position of the last response, clusters = responses}, replicate_to =
    [itself]; a pending snapshot is dropped after the timeout;
-4. a replicated subscription's dispatcher caches the SNAPSHOT markers it reads (evicting the oldest);
+4. a replicated subscription's dispatcher caches the SNAPSHOT markers it reads (evicting the oldest;
+   snapshots.py, shared with consumers.py);
 5. when its markDeletePosition advances, the snapshots at or below it are popped and the last one popped
    becomes an UPDATE marker; a remote applies it as a cumulative ack of its own position."""
 from __future__ import annotations
@@ -17,43 +18,10 @@ import uuid
 from dataclasses import dataclass, field
 
 from audit.formats.pulsar import markers as mk
+from audit.lab.pulsar.consumers import Subscription
 from audit.lab.pulsar.model import Entry, Pos
+from audit.lab.pulsar.snapshots import MarkerInfo
 from audit.lab.pulsar.topic import Topic
-
-
-@dataclass(frozen=True)
-class MarkerInfo:
-    """The simulation's view of a marker payload (the bytes are the protobuf encoding of the same)."""
-    kind: int
-    snapshot_id: str | None = None
-    source_cluster: str | None = None
-    subscription: str | None = None
-    clusters: tuple[tuple[str, Pos], ...] = ()
-    local: Pos | None = None
-
-
-class SnapshotCache:
-    """Old ReplicatedSubscriptionSnapshotCache: a TreeMap by local position, evicting the oldest beyond max."""
-
-    def __init__(self, max_size: int):
-        self.max_size = max_size
-        self._by_pos: dict[Pos, MarkerInfo] = {}
-
-    def add(self, snapshot: MarkerInfo) -> None:
-        self._by_pos[snapshot.local] = snapshot
-        while len(self._by_pos) > self.max_size:
-            del self._by_pos[min(self._by_pos)]
-
-    def advanced_mark_delete(self, mdp: Pos) -> MarkerInfo | None:
-        popped = None
-        for pos in sorted(self._by_pos):
-            if pos > mdp:
-                break
-            popped = self._by_pos.pop(pos)
-        return popped
-
-    def __len__(self) -> int:
-        return len(self._by_pos)
 
 
 @dataclass
@@ -159,7 +127,6 @@ class Controller:
             return
         sub = self.topic.subscriptions.get(info.subscription)
         if sub is None:
-            from audit.lab.pulsar.consumers import Subscription
             sub = Subscription(self.topic, info.subscription, replicated=True)  # created at Latest
         self.updates_applied.append((info.subscription, from_cluster, mine))
         idx = self.topic.ml.floor_index(mine)

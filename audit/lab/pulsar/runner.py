@@ -37,8 +37,8 @@ def lab_world(lab: dict[str, Any] | None, as_of_ms: int) -> tuple[World, dict[st
         return _cache[key]
 
 
-def collect_lab_pulsar_cluster(cluster, sink, secrets, as_of_ms: int,
-                               thresholds: dict[str, int] | None = None) -> tuple[CollectionReport, dict[str, Any]]:
+def collect(cluster, sink, secrets, as_of_ms: int,
+            thresholds: dict[str, int] | None = None) -> tuple[CollectionReport, dict[str, Any]]:
     """`cluster` is a PulsarCluster with source "lab"; `secrets` is unused (the lab has no credentials).
     `thresholds` (replicator_backlog_max, snapshot_max_age_s) are the estate's, which the audit applies: the
     ground truth judges by the same ones unless the lab mapping sets its own."""

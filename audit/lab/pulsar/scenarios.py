@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from audit.lab.pulsar.builder import WorldBuilder
 from audit.lab.pulsar.config import PulsarLabConfig
 from audit.lab.pulsar.consumers import ConsumerPlan
-from audit.lab.pulsar.world import WorldBuilder
 
 SUB = "orders-processor"
 HOUR_MS = 3_600_000

@@ -1,20 +1,43 @@
 """One topic on one cluster of the Pulsar lab: its managed ledger, subscriptions, replicators and PIP-33
-controller, and the three ways an entry gets written (a local producer, a replicator, a marker)."""
+controller, and the three ways an entry gets written (a local producer, a replicator, a marker).
+
+The topic is the hub the other parts hang off: consumers.py (subscriptions), replication.py (replicators) and
+pip33.py (the controller) import this module, never the reverse. The topic knows them only by the roles below,
+and is handed the controller's constructor (`new_controller`, pip33.Controller) to start one on demand."""
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable, Protocol
 
 from audit.formats.pulsar.entry import REPL_SOURCE_POSITION
-from audit.lab.pulsar.model import MARKER_PRODUCER, Clock, ClusterLedgerIds, Entry, ManagedLedger, Poller
-
-if TYPE_CHECKING:
-    from audit.lab.pulsar.consumers import Subscription
-    from audit.lab.pulsar.pip33 import Controller
-    from audit.lab.pulsar.replication import Replicator
+from audit.lab.pulsar.model import MARKER_PRODUCER, Clock, ClusterLedgerIds, Cursor, Entry, ManagedLedger, Poller
 
 METADATA_OVERHEAD = 42  # bytes of MessageMetadata before the payload (size accounting only)
+
+
+class SubscriptionRole(Protocol):
+    """A subscription of the topic (consumers.Subscription), as the topic reads it."""
+    name: str
+    replicated: bool
+    cursor: Cursor
+
+
+class ReplicatorRole(Protocol):
+    """A replicator of the topic to one remote (replication.Replicator), as the topic reads it."""
+    connected: bool
+    cursor: Cursor
+
+
+class SnapshotController(Protocol):
+    """The topic's PIP-33 controller (pip33.Controller): what the world, the replicators and the subscriptions
+    call on the one `Topic.ensure_controller()` returns."""
+
+    def start(self, first_ms: int, until_ms: int) -> None: ...
+
+    def received_marker(self, entry: Entry, idx: int) -> None: ...
+
+    def local_subscription_updated(self, subscription: str, snapshot: Any) -> None: ...
 
 
 @dataclass
@@ -36,13 +59,14 @@ class TopicSettings:
 
 class Topic:
     def __init__(self, clock: Clock, cluster: ClusterState, name: str, settings: TopicSettings,
-                 rng: random.Random, max_entries: int):
+                 rng: random.Random, max_entries: int, new_controller: Callable[[Topic], SnapshotController]):
         self.clock, self.cluster, self.name, self.settings, self.rng = clock, cluster, name, settings, rng
+        self._new_controller = new_controller
         self.ml = ManagedLedger(cluster.ids, rng, clock.now, max_entries)
         self.created_ms = clock.now
-        self.subscriptions: dict[str, Subscription] = {}
-        self.replicators: dict[str, Replicator] = {}
-        self.controller: Controller | None = None
+        self.subscriptions: dict[str, SubscriptionRole] = {}
+        self.replicators: dict[str, ReplicatorRole] = {}
+        self.controller: SnapshotController | None = None
         self.last_data_ms: int | None = None  # last non-marker entry added (local or replicated)
         self.msg_in = 0
         self.bytes_in = 0
@@ -101,11 +125,10 @@ class Topic:
         self._added(entry, size)
         return entry
 
-    def ensure_controller(self) -> "Controller":
+    def ensure_controller(self) -> SnapshotController:
         """Receiving a replicated-subscription marker force-starts the controller (PersistentTopic)."""
         if self.controller is None:
-            from audit.lab.pulsar.pip33 import Controller
-            self.controller = Controller(self)
+            self.controller = self._new_controller(self)
         return self.controller
 
     def has_replicated_subscription(self) -> bool:

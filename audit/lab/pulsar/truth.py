@@ -1,4 +1,4 @@
-"""Ground truth of the Pulsar lab (docs/pulsar-contracts.md "Ground truth", docs/lab-pulsar.md).
+"""Ground truth of the Pulsar lab (docs/pulsar/contracts.md "Ground truth", docs/pulsar/lab.md).
 
 Failover counts come from actually failing over: for subscription S, source X and target Y, a consumer
 connects to a copy of Y's cursor and receives every non-marker entry Y does not consider acked; messages are
@@ -9,7 +9,7 @@ matched by origin identity (the cluster and position they were first published a
 
 Failover rows are listed for every pair, zeros included; the failover findings only for pairs whose source
 subscription was consumed on the source (Subscription.consumed, which its stats.json shows). Findings are
-listed only where the native payloads show them: see docs/lab-pulsar.md for each rule."""
+listed only where the native payloads show them: see docs/pulsar/lab.md for each rule."""
 from __future__ import annotations
 
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 from audit.formats.pulsar.markers import SNAPSHOT, UPDATE
 from audit.lab.pulsar.consumers import Subscription
 from audit.lab.pulsar.topic import Topic
-from audit.lab.pulsar.world import ScenarioMeta, World
+from audit.lab.pulsar.builder import ScenarioMeta, World
 
 
 def failover_counts(source: Topic, target: Topic, subscription: str) -> dict[str, int]:

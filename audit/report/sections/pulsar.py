@@ -1,8 +1,14 @@
-"""The Pulsar part of a run's summary, from metrics/pulsar_failover and metrics/pulsar_snapshots rows
-(docs/pulsar-contracts.md), and the lab's failover comparison. Pure: values in, dicts out."""
+"""The Pulsar part of a run's reports, from metrics/pulsar_failover and metrics/pulsar_snapshots rows
+(docs/pulsar/contracts.md): summary["pulsar"] (failover per cluster pair, snapshot health), its HTML section and
+terminal lines, how the lab scorecard matches Pulsar findings -- on (check, cluster, topic, subscription,
+target_cluster), from the evidence JSON -- and the lab's failover comparison (lab["failover"]). The functions
+below SECTION's entry points are pure: values in, dicts out."""
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable, Mapping
+
+from audit.contracts import ReportSection, RunOutputs
 
 TOP_SUBSCRIPTIONS = 10      # per cluster pair, by redelivered + skipped
 FAILOVER_COUNTS = ("redelivered", "skipped", "lost")
@@ -101,3 +107,148 @@ def failover_scorecard(truths: list[Mapping[str, Any]], rows: Iterable[Mapping[s
             "perfect": not (mismatched or missing or unexpected),
             "mismatched_items": mismatched[:limit], "missing_items": missing[:limit],
             "unexpected_items": unexpected[:limit]}
+
+
+# -- report section ------------------------------------------------------------------------
+FAILOVER = ("metrics", "pulsar_failover")            # under the attempt folder
+SNAPSHOTS = ("metrics", "pulsar_snapshots")
+# what pulsar_metrics / failover_scorecard read (to_acknowledge lists can be large: left out)
+_FAILOVER_COLUMNS = ("topic", "subscription", "source_cluster", "target_cluster", "compared", "complete",
+                     *FAILOVER_COUNTS)
+PULSAR_KEY = ("check", "cluster", "topic", "subscription", "target_cluster")
+
+
+def _optional_rows(outputs: RunOutputs | None, parts: tuple[str, ...],
+                   columns: Iterable[str] | None = None) -> list[dict] | None:
+    """None when the run did not write this output (e.g. an estate without Pulsar), else its rows."""
+    from audit.report.build import read_rows
+
+    if outputs is None:
+        return None
+    path = outputs.root.joinpath(*parts)
+    return read_rows(path, columns=columns) if path.exists() else None
+
+
+def summary(outputs: RunOutputs) -> dict[str, Any]:
+    """{"pulsar": pulsar_metrics(...)} when the run wrote metrics/pulsar_failover or metrics/pulsar_snapshots."""
+    failover = _optional_rows(outputs, FAILOVER, _FAILOVER_COLUMNS)
+    snapshots = _optional_rows(outputs, SNAPSHOTS)
+    if failover is None and snapshots is None:
+        return {}
+    return {"pulsar": pulsar_metrics(failover, snapshots)}
+
+
+def html(summary: Mapping[str, Any], violations: list) -> str:
+    """Failover per cluster pair (totals, top subscriptions, a redelivered/skipped chart), snapshot health and
+    the lab's failover comparison; "" when the run has none of them."""
+    parts = []
+    if summary.get("pulsar"):
+        parts.append(_pulsar_html(summary["pulsar"]))
+    fo = (summary.get("lab") or {}).get("failover")
+    if fo:
+        parts.append(_lab_failover_html(fo))
+    return "\n".join(parts)
+
+
+def _pulsar_html(pulsar: Mapping[str, Any]) -> str:
+    from audit.report.html import _e, _table
+    from audit.report.svg import grouped_bar_chart
+
+    pairs = pulsar.get("pairs") or {}
+    out = ["<h2>Pulsar failover</h2>"]
+    keys = ("subscriptions", "compared", "redelivered", "skipped", "lost", "incomplete")
+    out.append(_table(["source -> target", *keys], [[name, *(p.get(k) for k in keys)] for name, p in pairs.items()])
+               if pairs else "<p>No replicated subscription pair was audited.</p>")
+    for n, (name, p) in enumerate(pairs.items()):
+        top = p.get("top") or []
+        if not top:
+            continue
+        out.append(f"<h3>{_e(name)}: subscriptions by redelivered + skipped</h3>")
+        out.append(_table(["topic", "subscription", "redelivered", "skipped", "lost"],
+                          [[t["topic"], t["subscription"], t["redelivered"], t["skipped"], t["lost"]] for t in top]))
+        labels = [f'{str(t["topic"]).rsplit("/", 1)[-1]} {t["subscription"]}' for t in top]
+        chart = grouped_bar_chart(labels, {"redelivered": [t["redelivered"] for t in top],
+                                           "skipped": [t["skipped"] for t in top]},
+                                  f"Redelivered and skipped messages, {name}", "messages")
+        out.append(f'<figure class="pulsar-failover" id="pulsar-failover-{n}">{chart}</figure>')
+    snaps = pulsar.get("snapshots") or {}
+    if snaps:
+        keys = ("health", "requests", "snapshots", "updates", "timed_out", "newest_snapshot_age_s",
+                "replicated_subscriptions")
+        out.append("<h3>Replicated-subscription snapshots</h3>")
+        out.append(_table(["cluster", "topic", *keys], [[c, topic, *(v.get(k) for k in keys)]
+                                                        for c, topics in snaps.items() for topic, v in topics.items()]))
+    return "\n".join(out)
+
+
+def _lab_failover_html(fo: Mapping[str, Any]) -> str:
+    from audit.report.html import _table
+
+    kinds = ("expected", "matched", "mismatched", "missing", "unexpected")
+    out = ["<h3>Lab scorecard: Pulsar failover counts</h3>" + _table(kinds, [[fo.get(k, 0) for k in kinds]])]
+    rows = [[i["topic"], i["subscription"], f'{i["source_cluster"]}->{i["target_cluster"]}', kind,
+             *(f'{(i.get("got") or {}).get(c)} (expected {i["expected"][c]})' if kind == "mismatched"
+               else (i.get("expected") or {}).get(c, i.get(c)) for c in FAILOVER_COUNTS)]
+            for kind in ("mismatched", "missing", "unexpected") for i in fo.get(f"{kind}_items") or []]
+    if rows:
+        out.append(_table(["topic", "subscription", "pair", "outcome", *FAILOVER_COUNTS], rows))
+    return "\n".join(out)
+
+
+def text(summary: Mapping[str, Any]) -> list[str]:
+    lines = [f"  pulsar {pair}: {p.get('subscriptions', 0)} subscription(s), {p.get('redelivered', 0)} "
+             f"redelivered, {p.get('skipped', 0)} skipped, {p.get('lost', 0)} lost"
+             for pair, p in sorted(((summary.get("pulsar") or {}).get("pairs") or {}).items())]
+    fo = (summary.get("lab") or {}).get("failover")
+    if fo:
+        lines.append(f"  lab failover: {fo.get('matched')}/{fo.get('expected')} matched, mismatched "
+                     f"{fo.get('mismatched')}, missing {fo.get('missing')}, unexpected {fo.get('unexpected')}")
+    return lines
+
+
+def _evidence(v: Mapping[str, Any]) -> dict[str, Any]:
+    ev = v.get("evidence")
+    if isinstance(ev, str):
+        try:
+            ev = json.loads(ev) if ev else {}
+        except ValueError:
+            ev = {}
+    return ev if isinstance(ev, dict) else {}
+
+
+def pulsar_key(v: Mapping[str, Any]) -> tuple:
+    """("pulsar", check, cluster, topic, subscription, target_cluster) of a Pulsar violation (from its evidence)
+    or ground-truth finding (its own fields); absent parts are None."""
+    ev = v if "evidence" not in v else {**_evidence(v), "check": v.get("check"), "cluster": v.get("cluster")}
+    return ("pulsar",) + tuple(ev.get(k) for k in PULSAR_KEY)
+
+
+def claims(v: Mapping[str, Any]) -> list[tuple[tuple, Any]]:
+    return [(pulsar_key(v), v.get("entry_count"))]
+
+
+def truth_item(f: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: f.get(k) for k in PULSAR_KEY[2:] if f.get(k) is not None}
+
+
+def scorecard(truths: list[Mapping[str, Any]], outputs: RunOutputs | None) -> dict[str, Any] | None:
+    """The lab's failover comparison (failover_scorecard) against metrics/pulsar_failover; None when no ground
+    truth carries `failover`. A malformed `failover` list raises SummaryInputError naming truth and field."""
+    from audit.report.summary import DETAIL_LIMIT, SummaryInputError
+
+    for i, t in enumerate(truths):
+        failover = t.get("failover", [])
+        if not isinstance(failover, list):
+            raise SummaryInputError(f"ground_truth[{i}]", "failover", "a list")
+        for j, f in enumerate(failover):
+            for k in ("topic", "subscription", "source_cluster", "target_cluster", *FAILOVER_COUNTS):
+                if not isinstance(f, Mapping) or f.get(k) is None:
+                    raise SummaryInputError(f"ground_truth[{i}].failover[{j}]", k, "a value")
+    if not any("failover" in t for t in truths):
+        return None
+    return failover_scorecard(truths, _optional_rows(outputs, FAILOVER, _FAILOVER_COLUMNS), DETAIL_LIMIT)
+
+
+SECTION = ReportSection(summary=summary, html=html, text=text, truth_key=pulsar_key, claims=claims,
+                        truth_item=truth_item, truth_required=("check", "cluster", "topic"),
+                        scorecard=scorecard, scorecard_key="failover")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping
 
+from audit.domain.bookkeeper.checks import CHECKS
 from audit.domain.bookkeeper.invariants import metadata_violations
 from audit.domain.bookkeeper.model import IN_RECOVERY, OPEN, LedgerMetadata, Segment, SequenceGroup
 from audit.domain.bookkeeper.placement import placement_violations
@@ -16,7 +17,6 @@ from audit.domain.bookkeeper.replicas import NO_SUCH_LEDGER, OK, BookieAnswer, L
 from audit.domain.bookkeeper.striping import count_expected
 
 SYSTEM = "bookkeeper"
-CRITICAL, MAJOR, MINOR, WARNING = "critical", "major", "minor", "warning"
 EVIDENCE_RANGES = 20  # ranges quoted per fragment in a finding's evidence; the full list is in bk_missing_fragments
 
 # Bookie registration states in bk_bookies (see bookkeeper.normalize_bookkeeper)
@@ -91,11 +91,12 @@ def _subject(md: LedgerMetadata) -> str:
     return f"ledger {md.ledger_id}"
 
 
-def _violation(s: AuditSettings, cluster: str, check: str, severity: str, subject: str, entry_count: int,
-               message: str, evidence: dict) -> dict:
-    return {"run_id": s.run_id, "system": SYSTEM, "cluster": cluster, "check": check, "severity": severity,
-            "subject": subject, "entry_count": int(entry_count), "message": message,
-            "evidence": json.dumps(evidence, sort_keys=True)}
+def _violation(s: AuditSettings, cluster: str, check: str, subject: str, entry_count: int, message: str,
+               evidence: dict) -> dict:
+    """One findings row; its severity is the check's (audit.domain.bookkeeper.checks.CHECKS)."""
+    return {"run_id": s.run_id, "system": SYSTEM, "cluster": cluster, "check": check,
+            "severity": CHECKS[check].severity, "subject": subject, "entry_count": int(entry_count),
+            "message": message, "evidence": json.dumps(evidence, sort_keys=True)}
 
 
 def _fragment_evidence(v: LedgerVerdict) -> list[dict]:
@@ -109,7 +110,7 @@ def _violations(md: LedgerMetadata, v: LedgerVerdict, cluster: str, s: AuditSett
     subject = _subject(md)
     quorum = f"E={md.ensemble_size} Qw={md.write_quorum_size} Qa={md.ack_quorum_size}"
     for code, message in metadata_violations(md):
-        yield _violation(s, cluster, "bk.metadata_invariant", MAJOR, subject, 0, f"ledger {md.ledger_id}: {message}",
+        yield _violation(s, cluster, "bk.metadata_invariant", subject, 0, f"ledger {md.ledger_id}: {message}",
                          {"ledger_id": md.ledger_id, "code": code})
     if v.audited:
         yield from _replica_violations(md, v, cluster, s, subject, quorum)
@@ -119,20 +120,20 @@ def _violations(md: LedgerMetadata, v: LedgerVerdict, cluster: str, s: AuditSett
     if (md.state in (OPEN, IN_RECOVERY) and md.ctime is not None and s.as_of_ms is not None
             and s.open_ledger_max_age_ms is not None and s.as_of_ms - md.ctime > s.open_ledger_max_age_ms):
         age = s.as_of_ms - md.ctime
-        yield _violation(s, cluster, "bk.ledger_open_too_long", WARNING, subject, 0,
+        yield _violation(s, cluster, "bk.ledger_open_too_long", subject, 0,
                          f"ledger {md.ledger_id} is {md.state} for {age} ms (limit {s.open_ledger_max_age_ms} ms)",
                          {"ledger_id": md.ledger_id, "state": md.state, "ctime": md.ctime, "as_of_ms": s.as_of_ms,
                           "age_ms": age})
 
 
 def _replica_violations(md, v: LedgerVerdict, cluster, s, subject, quorum) -> Iterable[dict]:
-    bands = (("bk.entries_lost", CRITICAL, v.entries_lost, "have no replica left"),
-             ("bk.entries_below_ack_quorum", MAJOR, v.entries_below_ack_quorum - v.entries_lost,
+    bands = (("bk.entries_lost", v.entries_lost, "have no replica left"),
+             ("bk.entries_below_ack_quorum", v.entries_below_ack_quorum - v.entries_lost,
               f"have fewer than Qa={md.ack_quorum_size} replicas"),
-             ("bk.entries_below_write_quorum", MINOR, v.entries_below_write_quorum - v.entries_below_ack_quorum,
+             ("bk.entries_below_write_quorum", v.entries_below_write_quorum - v.entries_below_ack_quorum,
               f"have fewer than Qw={md.write_quorum_size} replicas"))
     evidence = None
-    for check, severity, n, what in bands:
+    for check, n, what in bands:
         if n <= 0:
             continue
         if evidence is None:
@@ -141,14 +142,14 @@ def _replica_violations(md, v: LedgerVerdict, cluster, s, subject, quorum) -> It
                         "entries_below_write_quorum": v.entries_below_write_quorum,
                         "unavailable_bookies": [list(u) for u in v.unavailable_bookies],
                         "fragments": _fragment_evidence(v)}
-        yield _violation(s, cluster, check, severity, subject, n,
+        yield _violation(s, cluster, check, subject, n,
                          f"ledger {md.ledger_id} ({quorum}): {n} entries {what}; least replicas {v.least_replicas}",
                          evidence)
     if v.outside_ensemble:
         n = sum(o.entry_count for o in v.outside_ensemble)
         where = sorted({o.bookie for o in v.outside_ensemble})
         yield _violation(
-            s, cluster, "bk.entries_outside_ensemble", MAJOR, subject, n,
+            s, cluster, "bk.entries_outside_ensemble", subject, n,
             f"ledger {md.ledger_id}: {n} entries held by bookies the metadata does not place them on "
             f"({', '.join(where)}); the metadata may name the wrong ensemble (apache/bookkeeper#4651)",
             {"ledger_id": md.ledger_id, "outside": [
@@ -190,7 +191,7 @@ def _bookie_violations(md: LedgerMetadata, cluster: str, s: AuditSettings, subje
             check, what = "bk.ensemble_unknown_bookie", "was never registered (no cookie, not available)"
         else:
             check, what = "bk.ensemble_dead_bookie", "is registered but neither available nor read-only"
-        yield _violation(s, cluster, check, MAJOR, subject, n,
+        yield _violation(s, cluster, check, subject, n,
                          f"ledger {md.ledger_id}: ensemble bookie {b} {what}; {n} entries are placed on it",
                          {"ledger_id": md.ledger_id, "bookie": b, "bookie_state": state, "segments": segs})
 
@@ -211,7 +212,7 @@ def _placement(md: LedgerMetadata, cluster: str, s: AuditSettings) -> Iterable[d
             # entries e of [first, last] with e mod E == write_set_index use this write set
             n += count_expected(p.write_set_index, max(first, 0), last, md.ensemble_size, 1)
     yield _violation(
-        s, cluster, "bk.placement_violation", MINOR, _subject(md), n,
+        s, cluster, "bk.placement_violation", _subject(md), n,
         f"ledger {md.ledger_id}: {len(found)} write sets span fewer than "
         f"{min(s.min_racks_per_write_quorum, md.write_quorum_size)} racks",
         {"ledger_id": md.ledger_id, "write_sets": [

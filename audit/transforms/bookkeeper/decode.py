@@ -1,4 +1,4 @@
-"""Raw BookKeeper files -> rows of the normalized tables (contracts.md), as plain Python values.
+"""Raw BookKeeper files -> rows of the normalized tables (docs/bookkeeper/contracts.md), as plain Python values.
 
 `decode_file(source_key, data)` classifies a key of `raw/bookkeeper/<cluster>/...` and returns rows
 tagged with the table they belong to (keys of other systems give no rows). Anything that cannot be

@@ -1,5 +1,5 @@
 """Pulsar audit on Spark: the normalized pulsar_* tables -> metrics/pulsar_failover, metrics/pulsar_snapshots and
-Pulsar findings rows. DataFrames in, DataFrames out; spark_jobs/pulsar_audit.py does the I/O.
+Pulsar findings rows. DataFrames in, DataFrames out in `audit`; `run` is the job (reads the tables, writes the outputs).
 
 Entries are large (1e5+ rows per topic and cluster), everything else is small: the small tables are unioned
 into one tagged "state" DataFrame, and entries and state are cogrouped by topic. Each topic's group runs the
@@ -7,48 +7,45 @@ pure domain (audit/domain/pulsar/topic.py) in one Python call; its rows come bac
 into the three outputs from one persisted DataFrame."""
 from __future__ import annotations
 
+import os
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import (ArrayType, BooleanType, DataType, IntegerType, LongType, StringType, StructField,
-                               StructType)
+from pyspark.sql.types import ArrayType, StructType
 
+from audit.contracts import AuditRequest
 from audit.domain.pulsar.checks import Thresholds
 from audit.domain.pulsar.pip33 import DEFAULT_CACHE_LIMIT
 from audit.domain.pulsar.topic import Settings
+from audit.transforms.common import (B, I, L, S, VIOLATIONS, CachedTuple, conform, has_table, read, struct, tagged,
+                                     union, violations_path, write)
 from audit.transforms.pulsar import audit_rows as arrow
-from audit.transforms.bookkeeper.spark import CachedTuple
+from audit.transforms.pulsar.decode import SYSTEM
 
-S, L, I, B = StringType(), LongType(), IntegerType(), BooleanType()
-
-
-def _struct(*fields: tuple[str, DataType]) -> StructType:
-    return StructType([StructField(name, t, True) for name, t in fields])
-
-
-ACK_RANGE = _struct(("from_ledger", L), ("from_entry", L), ("to_ledger", L), ("to_entry", L))
-CLUSTER_POSITION = _struct(("cluster", S), ("ledger_id", L), ("entry_id", L))
-# The columns read from each normalized table (docs/pulsar-contracts.md); absent columns read as null.
+ACK_RANGE = struct(("from_ledger", L), ("from_entry", L), ("to_ledger", L), ("to_entry", L))
+CLUSTER_POSITION = struct(("cluster", S), ("ledger_id", L), ("entry_id", L))
+# The columns read from each normalized table (docs/pulsar/contracts.md); absent columns read as null.
 INPUTS = {
-    "pulsar_entries": _struct(
+    "pulsar_entries": struct(
         ("cluster", S), ("topic", S), ("ledger_id", L), ("entry_id", L), ("producer_name", S), ("sequence_id", L),
         ("publish_time_ms", L), ("replicated_from", S), ("replicate_to", ArrayType(S)),
         ("source_position_ledger", L), ("source_position_entry", L), ("marker_type", I), ("snapshot_id", S),
         ("marker_source_cluster", S), ("marker_local_ledger", L), ("marker_local_entry", L),
         ("marker_subscription", S), ("marker_clusters", ArrayType(CLUSTER_POSITION))),
-    "pulsar_topics": _struct(("cluster", S), ("topic", S), ("dump_from_ledger", L), ("dump_from_entry", L),
+    "pulsar_topics": struct(("cluster", S), ("topic", S), ("dump_from_ledger", L), ("dump_from_entry", L),
                              ("dump_to_ledger", L), ("dump_to_entry", L), ("dump_complete", B)),
-    "pulsar_ledgers": _struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entries", L)),
-    "pulsar_cursors": _struct(("cluster", S), ("topic", S), ("cursor", S), ("kind", S), ("remote_cluster", S),
+    "pulsar_ledgers": struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entries", L)),
+    "pulsar_cursors": struct(("cluster", S), ("topic", S), ("cursor", S), ("kind", S), ("remote_cluster", S),
                               ("replicated", B), ("mark_delete_ledger", L), ("mark_delete_entry", L),
                               ("read_ledger", L), ("read_entry", L), ("individually_deleted", ArrayType(ACK_RANGE))),
-    "pulsar_entry_gaps": _struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entry_id", L)),
-    "pulsar_replication": _struct(("cluster", S), ("topic", S), ("remote_cluster", S), ("connected", B),
+    "pulsar_entry_gaps": struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entry_id", L)),
+    "pulsar_replication": struct(("cluster", S), ("topic", S), ("remote_cluster", S), ("connected", B),
                                   ("replication_backlog", L)),
-    "pulsar_subscriptions": _struct(("cluster", S), ("topic", S), ("subscription", S), ("is_replicated", B),
+    "pulsar_subscriptions": struct(("cluster", S), ("topic", S), ("subscription", S), ("is_replicated", B),
                                     ("consumed_here", B)),
 }
-STATE = _struct(("kind", S), ("cluster", S), ("topic", S), ("name", S), ("cursor_kind", S), ("remote_cluster", S),
+STATE = struct(("kind", S), ("cluster", S), ("topic", S), ("name", S), ("cursor_kind", S), ("remote_cluster", S),
                 ("replicated", B), ("mark_delete_ledger", L), ("mark_delete_entry", L), ("read_ledger", L),
                 ("read_entry", L), ("individually_deleted", ArrayType(ACK_RANGE)), ("dump_from_ledger", L),
                 ("dump_from_entry", L), ("dump_to_ledger", L), ("dump_to_entry", L), ("dump_complete", B),
@@ -57,30 +54,20 @@ STATE = _struct(("kind", S), ("cluster", S), ("topic", S), ("name", S), ("cursor
                 ("publish_time_ms", L), ("replicated_from", S), ("replicate_to", ArrayType(S)),
                 ("snapshot_id", S), ("marker_source_cluster", S), ("marker_local_ledger", L),
                 ("marker_local_entry", L), ("marker_subscription", S), ("marker_clusters", ArrayType(CLUSTER_POSITION)))
-# What crosses to Python per entry: numbers only (see pulsar_audit_arrow); names as xxhash64 codes.
+# What crosses to Python per entry: numbers only (see audit_rows.py); names as xxhash64 codes.
 ENTRY_COLUMNS = ("cluster_key", "ledger_id", "entry_id", "producer_key", "sequence_id", "publish_time_ms",
                  "origin_key", "source_position_ledger", "source_position_entry", "marker_type")
-FAILOVER = _struct(
+FAILOVER = struct(
     ("run_id", S), ("topic", S), ("subscription", S), ("source_cluster", S), ("target_cluster", S),
     ("replicated", B), ("source_mdp", S), ("target_mdp", S), ("expected_target_mdp", S), ("exact_target_mdp", S),
     ("window_from", S), ("window_to", S), ("compared", L), ("only_on_source", L), ("only_on_target", L),
     ("redelivered", L), ("skipped", L), ("lost", L), ("redelivered_ranges", S), ("skipped_ranges", S),
     ("to_acknowledge", S), ("to_acknowledge_count", L), ("complete", B))
-SNAPSHOTS = _struct(("cluster", S), ("topic", S), ("requests", L), ("responses", L), ("snapshots", L),
+SNAPSHOTS = struct(("cluster", S), ("topic", S), ("requests", L), ("responses", L), ("snapshots", L),
                     ("updates", L), ("unanswered_requests", L), ("timed_out", L), ("newest_snapshot_age_s", L),
                     ("replicated_subscriptions", I))
-VIOLATIONS = _struct(("run_id", S), ("system", S), ("cluster", S), ("check", S), ("severity", S), ("subject", S),
-                     ("entry_count", L), ("message", S), ("evidence", S))
 # Every output row in one wide row tagged with its kind (column names shared by outputs have one type).
-_OUT = StructType([StructField("kind", S, False)] + list(
-    {f.name: f for t in (FAILOVER, SNAPSHOTS, VIOLATIONS) for f in t.fields}.values()))
-
-
-def conform(df: DataFrame, schema: StructType) -> DataFrame:
-    """`df` with exactly `schema`'s columns (absent ones null), cast to its types."""
-    have = set(df.columns)
-    return df.select(*[(F.col(f.name) if f.name in have else F.lit(None)).cast(f.dataType).alias(f.name)
-                       for f in schema.fields])
+_OUT = tagged("kind", (FAILOVER, SNAPSHOTS, VIOLATIONS))
 
 
 def empty_tables(spark: SparkSession) -> dict[str, DataFrame]:
@@ -109,14 +96,7 @@ def _state(t: dict[str, DataFrame]) -> DataFrame:
     extra = t["pulsar_entries"].where(F.col("marker_type").isNotNull() | F.col("replicate_to").isNotNull()) \
         .withColumn("kind", F.lit(arrow.EXTRA))
     parts = [topics, first, gaps, cursors, replication, subs, extra]
-    return _union([conform(p, STATE) for p in parts]).withColumn("cluster_key", F.xxhash64("cluster"))
-
-
-def _union(frames: list[DataFrame]) -> DataFrame:
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.unionByName(f)
-    return out
+    return union([conform(p, STATE) for p in parts]).withColumn("cluster_key", F.xxhash64("cluster"))
 
 
 class Outputs(CachedTuple):
@@ -141,7 +121,7 @@ def audit_inputs(tables: dict[str, DataFrame]) -> tuple[DataFrame, DataFrame]:
     return entries, state
 
 
-def pulsar_audit(tables: dict[str, DataFrame], *, run_id: str = "", as_of_ms: int | None = None,
+def audit(tables: dict[str, DataFrame], *, run_id: str = "", as_of_ms: int | None = None,
                  replicator_backlog_max: int | None = 10_000, snapshot_max_age_s: int | None = 300,
                  snapshot_cache_limit: int = DEFAULT_CACHE_LIMIT) -> Outputs:
     """(failover_df, snapshots_df, violations_df). `tables` maps INPUTS names to DataFrames (missing = empty)."""
@@ -161,3 +141,30 @@ def pulsar_audit(tables: dict[str, DataFrame], *, run_id: str = "", as_of_ms: in
 
     return Outputs((part(arrow.FAILOVER, FAILOVER), part(arrow.SNAPSHOTS, SNAPSHOTS),
                     part(arrow.VIOLATION, VIOLATIONS)), cached=out)
+
+
+def run(spark: SparkSession, tables_dir: str, root: str, request: AuditRequest,
+        snapshot_cache_limit: int = DEFAULT_CACHE_LIMIT) -> dict:
+    """Writes metrics/pulsar_failover, metrics/pulsar_snapshots and Pulsar's folder of findings/violations; returns
+    {pulsar_failover, pulsar_snapshots, pulsar_violations: rows, pulsar_violations_by_check}. Every input table
+    that exists is read with the columns the audit uses (given, so no schema-inference job per table; a column the
+    files lack reads as null); the rest count as empty."""
+    tables = {name: read(spark, os.path.join(tables_dir, name), schema) for name, schema in INPUTS.items()
+              if has_table(os.path.join(tables_dir, name))}
+    th = request.thresholds
+    frames = audit(tables or empty_tables(spark), run_id=request.run_id, as_of_ms=request.as_of_ms,
+                   replicator_backlog_max=getattr(th, "pulsar_replicator_backlog_max", 10_000),
+                   snapshot_max_age_s=getattr(th, "pulsar_snapshot_max_age_s", 300),
+                   snapshot_cache_limit=snapshot_cache_limit)
+    failover, snapshots, violations = frames
+    try:
+        counted = frames.cached.groupBy("kind", "check").count().collect()   # one pass over the persisted rows
+        n = {kind: sum(r["count"] for r in counted if r["kind"] == kind) for kind in (arrow.FAILOVER, arrow.SNAPSHOTS)}
+        by_check = {r["check"]: r["count"] for r in counted if r["kind"] == arrow.VIOLATION}
+        write(failover, os.path.join(root, "metrics", "pulsar_failover"))
+        write(snapshots, os.path.join(root, "metrics", "pulsar_snapshots"))
+        write(violations, violations_path(root, SYSTEM))
+    finally:
+        frames.unpersist()
+    return {"pulsar_failover": n[arrow.FAILOVER], "pulsar_snapshots": n[arrow.SNAPSHOTS],
+            "pulsar_violations": sum(by_check.values()), "pulsar_violations_by_check": by_check}

@@ -1,4 +1,4 @@
-"""Raw Pulsar files -> rows of the normalized tables (docs/pulsar-contracts.md), as plain Python values.
+"""Raw Pulsar files -> rows of the normalized tables (docs/pulsar/contracts.md), as plain Python values.
 
 `decode_file(source_key, data)` classifies `raw/pulsar/<cluster>/topics/<tenant>/<ns>/<topic>/...` and returns
 rows tagged with their table. Tables whose name starts with "_" are partial rows joined in Spark

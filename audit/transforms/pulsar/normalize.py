@@ -1,115 +1,50 @@
-"""Pulsar normalize on Spark: raw/pulsar/** -> the pulsar_* tables of docs/pulsar-contracts.md + quarantine rows.
+"""Pulsar normalize on Spark: raw/pulsar/** -> the pulsar_* tables of docs/pulsar/contracts.md + quarantine rows.
 
 Every raw file (dump chunks included, 1e5+ lines per topic) is decoded in the executors by
-pulsar_normalize_rows.decode_file inside mapInArrow; the driver only lists files. Partial rows are joined
+audit/transforms/pulsar/decode.py's decode_file inside mapInArrow; the driver only lists files. Partial rows are joined
 here: topics = stats-internal + dump.json, subscriptions = stats (flags and consumption evidence) +
 replicatedSubscriptionStatus, and a cursor is `replicated` by its property or by its subscription's
 `isReplicated` in stats."""
 from __future__ import annotations
 
 import os
-from typing import Iterator
-from urllib.parse import unquote, urlparse
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import (ArrayType, BooleanType, DataType, DoubleType, IntegerType, LongType, MapType,
-                               StringType, StructField, StructType)
+from pyspark.sql.types import ArrayType, MapType
 
+from audit.transforms.common import (B, D, I, L, QUARANTINE, S, Cached, decode_raw, quarantine_path, rows_written,
+                                     struct, tagged, write)
 from audit.transforms.pulsar import decode as rows
 
-S, L, I, B, D = StringType(), LongType(), IntegerType(), BooleanType(), DoubleType()
-
-
-def _struct(*fields: tuple[str, DataType]) -> StructType:
-    return StructType([StructField(name, t, True) for name, t in fields])
-
-
-ACK_RANGE = _struct(("from_ledger", L), ("from_entry", L), ("to_ledger", L), ("to_entry", L))
-CLUSTER_POSITION = _struct(("cluster", S), ("ledger_id", L), ("entry_id", L))
-TOPICS = _struct(("cluster", S), ("topic", S), ("state", S), ("last_confirmed_ledger", L),
+ACK_RANGE = struct(("from_ledger", L), ("from_entry", L), ("to_ledger", L), ("to_entry", L))
+CLUSTER_POSITION = struct(("cluster", S), ("ledger_id", L), ("entry_id", L))
+TOPICS = struct(("cluster", S), ("topic", S), ("state", S), ("last_confirmed_ledger", L),
                  ("last_confirmed_entry", L), ("number_of_entries", L), ("dump_from_ledger", L),
                  ("dump_from_entry", L), ("dump_to_ledger", L), ("dump_to_entry", L), ("dump_complete", B),
                  ("source_key", S))
-LEDGERS = _struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entries", L), ("size", L), ("is_open", B))
-CURSORS = _struct(("cluster", S), ("topic", S), ("cursor", S), ("kind", S), ("remote_cluster", S),
+LEDGERS = struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entries", L), ("size", L), ("is_open", B))
+CURSORS = struct(("cluster", S), ("topic", S), ("cursor", S), ("kind", S), ("remote_cluster", S),
                   ("replicated", B), ("mark_delete_ledger", L), ("mark_delete_entry", L), ("read_ledger", L),
                   ("read_entry", L), ("individually_deleted", ArrayType(ACK_RANGE)), ("state", S), ("source_key", S))
-ENTRIES = _struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entry_id", L), ("producer_name", S),
+ENTRIES = struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entry_id", L), ("producer_name", S),
                   ("sequence_id", L), ("publish_time_ms", L), ("replicated_from", S), ("replicate_to", ArrayType(S)),
                   ("source_position_ledger", L), ("source_position_entry", L), ("marker_type", I),
                   ("snapshot_id", S), ("marker_source_cluster", S), ("marker_local_ledger", L),
                   ("marker_local_entry", L), ("marker_subscription", S),
                   ("marker_clusters", ArrayType(CLUSTER_POSITION)), ("source_key", S))
-GAPS = _struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entry_id", L), ("status", I), ("error", S),
+GAPS = struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entry_id", L), ("status", I), ("error", S),
                ("source_key", S))
-REPLICATION = _struct(("cluster", S), ("topic", S), ("remote_cluster", S), ("connected", B),
+REPLICATION = struct(("cluster", S), ("topic", S), ("remote_cluster", S), ("connected", B),
                       ("replication_backlog", L), ("replication_delay_s", L), ("msg_rate_out", D), ("source_key", S))
-SUBSCRIPTIONS = _struct(("cluster", S), ("topic", S), ("subscription", S), ("is_replicated", B), ("is_durable", B),
+SUBSCRIPTIONS = struct(("cluster", S), ("topic", S), ("subscription", S), ("is_replicated", B), ("is_durable", B),
                         ("replicated_status", MapType(S, B)), ("consumers", I), ("msg_out_counter", L),
                         ("last_consumed_ms", L), ("consumed_here", B), ("source_key", S))
-QUARANTINE = _struct(("system", S), ("cluster", S), ("source_key", S), ("payload_kind", S), ("reason", S))
 SCHEMAS = {rows.TOPICS: TOPICS, rows.LEDGERS: LEDGERS, rows.CURSORS: CURSORS, rows.ENTRIES: ENTRIES,
            rows.GAPS: GAPS, rows.REPLICATION: REPLICATION, rows.SUBSCRIPTIONS: SUBSCRIPTIONS,
            rows.QUARANTINE: QUARANTINE}
 # One wide row tagged with its table, so every file is read and decoded exactly once.
-_DECODED = StructType([StructField("table", S, False)] + list(
-    {f.name: f for t in SCHEMAS.values() for f in t.fields}.values()))
-_BATCH_ROWS = 4096  # dump chunks expand to many rows: hand them to Arrow in bounded batches
-
-
-def pulsar_root(raw_dir: str) -> str:
-    """The folder holding <cluster>/... : raw_dir/pulsar (raw_dir = the attempt's raw/) or raw_dir/raw/pulsar."""
-    root = os.path.abspath(raw_dir)
-    for candidate in (os.path.join(root, rows.SYSTEM), os.path.join(root, "raw", rows.SYSTEM)):
-        if os.path.isdir(candidate):
-            return candidate
-    return os.path.join(root, rows.SYSTEM)
-
-
-def _key(path: str, root: str) -> str:
-    local = unquote(urlparse(path).path) if path.startswith("file:") else path
-    rel = local[len(root) + 1:] if local.startswith(root + "/") else local
-    return f"raw/{rows.SYSTEM}/{rel}"
-
-
-def _empty_files(root: str) -> list[str]:
-    out = []
-    for folder, _, names in os.walk(root):
-        for name in names:
-            path = os.path.join(folder, name)
-            if os.path.getsize(path) == 0:
-                out.append(_key(path, root))
-    return sorted(out)
-
-
-def _decode_all(spark: SparkSession, root: str) -> DataFrame:
-    if not os.path.isdir(root):
-        return spark.createDataFrame([], _DECODED)
-    arrow_schema = to_arrow_schema(_DECODED)
-
-    def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        pending: list[dict] = []
-        for batch in batches:
-            for path, content in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist()):
-                for table, row in rows.decode_file(_key(path, root), content):
-                    pending.append({"table": table, **row})
-                    if len(pending) >= _BATCH_ROWS:
-                        yield pa.RecordBatch.from_pylist(pending, schema=arrow_schema)
-                        pending = []
-        if pending:
-            yield pa.RecordBatch.from_pylist(pending, schema=arrow_schema)
-
-    files = (spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(root)
-             .select("path", "content"))
-    decoded = files.mapInArrow(decode, _DECODED)
-    empty = _empty_files(root)
-    if empty:  # binaryFile skips zero-length files; they must still be judged
-        extra = [{"table": t, **r} for key in empty for t, r in rows.decode_file(key, b"")]
-        decoded = decoded.unionByName(spark.createDataFrame(extra, _DECODED))
-    return decoded
+_DECODED = tagged("table", SCHEMAS.values())
 
 
 def _own_positions(entries: DataFrame, ledgers: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -129,19 +64,8 @@ def _own_positions(entries: DataFrame, ledgers: DataFrame) -> tuple[DataFrame, D
     return judged.where(~foreign).select(*entries.columns), quarantine
 
 
-class Tables(dict):
-    """The tables, plus `unpersist()` for the cached decoded rows they are selected from."""
-
-    def __init__(self, tables: dict, cached: DataFrame):
-        super().__init__(tables)
-        self.cached = cached
-
-    def unpersist(self) -> None:
-        self.cached.unpersist()
-
-
-def normalize_pulsar(spark: SparkSession, raw_dir: str) -> Tables:
-    decoded = _decode_all(spark, pulsar_root(raw_dir)).persist()
+def normalize(spark: SparkSession, raw_dir: str) -> Cached:
+    decoded = decode_raw(spark, raw_dir, rows.SYSTEM, rows.decode_file, _DECODED).persist()
 
     def part(name: str, columns: list[str]) -> DataFrame:
         return decoded.where(F.col("table") == name).select(*columns)
@@ -169,4 +93,19 @@ def normalize_pulsar(spark: SparkSession, raw_dir: str) -> Tables:
     entries, foreign = _own_positions(tables[rows.ENTRIES], tables[rows.LEDGERS])
     tables.update({rows.TOPICS: topics, rows.SUBSCRIPTIONS: subscriptions, rows.CURSORS: cursors,
                    rows.ENTRIES: entries, rows.QUARANTINE: tables[rows.QUARANTINE].unionByName(foreign)})
-    return Tables({name: df.select(*SCHEMAS[name].fieldNames()) for name, df in tables.items()}, cached=decoded)
+    return Cached({name: df.select(*SCHEMAS[name].fieldNames()) for name, df in tables.items()}, cached=decoded)
+
+
+def run(spark: SparkSession, raw_dir: str, tables_dir: str) -> dict:
+    """Write tables_dir/<table>/ for every Pulsar table (empty ones too) and Pulsar's folder of tables/quarantine;
+    returns {table: rows}."""
+    tables = normalize(spark, raw_dir)
+    try:
+        counts = {}
+        for name, df in tables.items():
+            path = quarantine_path(tables_dir, rows.SYSTEM) if name == rows.QUARANTINE else os.path.join(tables_dir, name)
+            write(df, path)
+            counts[name] = rows_written(path)
+        return counts
+    finally:
+        tables.unpersist()

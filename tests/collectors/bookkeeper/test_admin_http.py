@@ -18,7 +18,7 @@ PASSWORD_B64 = base64.b64encode(b"http-ledger-pw").decode()
 
 
 def bean(ledger_id: int) -> dict:
-    # Keys as BookKeeper's Jackson bean serialises LedgerMetadataImpl (formats.md §1.5).
+    # Keys as BookKeeper's Jackson bean serialises LedgerMetadataImpl (docs/formats/bookkeeper.md §1.5).
     return {"metadataFormatVersion": 3, "ensembleSize": 2, "writeQuorumSize": 2, "ackQuorumSize": 2,
             "lastEntryId": 9, "length": 1000, "digestType": "CRC32C", "password": PASSWORD_B64,
             "state": "CLOSED", "closed": True, "ctime": 1700000000000, "ctoken": 0,

@@ -1,6 +1,6 @@
 """A fake Pulsar admin REST API on loopback (a real ThreadingHTTPServer), serving recorded response shapes.
 
-Bodies of stats-internal and stats come from the real outputs in /work/shared/fixtures/real (or shapes built
+Bodies of stats-internal and stats come from the real outputs in tests/fixtures/real (or shapes built
 the same way); per-entry answers carry the headers a broker sends for GET .../ledger/{L}/entry/{E}
 (PersistentTopicsBase.generateResponseWithEntry): X-Pulsar-Message-ID, -producer-name, -sequence-id,
 -publish-time, -replicated-from, one X-Pulsar-replicated-to line per cluster, -marker-type and one
@@ -25,9 +25,7 @@ from urllib.parse import unquote
 
 from audit.formats.pulsar.timefmt import format_time_ms
 
-REAL = Path("/work/shared/fixtures/real")
-if not REAL.is_dir():  # the repository keeps a copy
-    REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
 OCTET = "application/octet-stream"
 JSON = "application/json"
 _TOPIC = re.compile(r"^/admin/v2/persistent/([^/]+)/([^/]+)/([^/]+)(/.*)?$")

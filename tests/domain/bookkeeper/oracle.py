@@ -1,5 +1,5 @@
 """Naive per-entry ReplicasCheck: the reference the range arithmetic is compared against.
-Deliberately written entry by entry, straight from formats.md §1.6-1.7."""
+Deliberately written entry by entry, straight from docs/formats/bookkeeper.md §1.6-1.7."""
 from __future__ import annotations
 
 from typing import Mapping

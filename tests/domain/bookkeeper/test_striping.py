@@ -14,7 +14,7 @@ ENSEMBLE_QUORUM_INDEX = st.integers(1, 7).flatmap(
 
 
 @pytest.mark.parametrize("e, E, Qw, expected", [
-    (0, 3, 2, (0, 1)), (1, 3, 2, (1, 2)), (2, 3, 2, (2, 0)),      # formats.md §1.6 example
+    (0, 3, 2, (0, 1)), (1, 3, 2, (1, 2)), (2, 3, 2, (2, 0)),      # docs/formats/bookkeeper.md §1.6 example
     (7, 5, 3, (2, 3, 4)), (9, 5, 3, (4, 0, 1)), (4, 1, 1, (0,)),
 ])
 def test_write_set(e, E, Qw, expected):

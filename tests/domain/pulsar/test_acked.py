@@ -1,4 +1,4 @@
-"""Window-relative position keys and a cursor's acked set over a window (formats.md §2.2, §2.3)."""
+"""Window-relative position keys and a cursor's acked set over a window (docs/formats/pulsar.md §2.2, §2.3)."""
 from __future__ import annotations
 
 import numpy as np

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from audit.domain.pulsar.checks import (CHECKS, CursorFacts, PairFacts, ReplicatorFacts, SnapshotFacts, Thresholds,
-                                        findings)
+from audit.domain.pulsar.checks import CHECKS as CHECK_TABLE
+from audit.domain.pulsar.checks import CursorFacts, PairFacts, ReplicatorFacts, SnapshotFacts, Thresholds, findings
 from audit.domain.pulsar.pip33 import SnapshotHealth
 from audit.domain.pulsar.records import P
 
@@ -14,6 +14,7 @@ T = "persistent://acme/orders/created"
 PAIR = f"{T} sub=orders east->west"
 TH = Thresholds(replicator_backlog_max=1000, snapshot_max_age_s=300)
 NOW = 1_700_000_000_000
+CHECKS = {c: k.severity for c, k in CHECK_TABLE.items()}   # check id -> severity
 
 
 def health(timed_out=0, since_s_ago=None, age=None, requests=5, snapshots=3):

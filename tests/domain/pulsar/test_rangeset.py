@@ -1,4 +1,4 @@
-"""individuallyDeletedMessages parsing and range-set arithmetic (formats.md §2.2, §2.3)."""
+"""individuallyDeletedMessages parsing and range-set arithmetic (docs/formats/pulsar.md §2.2, §2.3)."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""Admin HTTP `GET /api/v1/ledger/metadata/?ledger_id=N` answers (formats.md §1.5)."""
+"""Admin HTTP `GET /api/v1/ledger/metadata/?ledger_id=N` answers (docs/formats/bookkeeper.md §1.5)."""
 from __future__ import annotations
 
 import base64

@@ -70,9 +70,16 @@ def test_unknown_and_broken_payloads():
     assert ei.value.field == "header"
 
 
-def test_registry(monkeypatch):
-    monkeypatch.setattr(insp, "SNIFFERS", list(insp.SNIFFERS))
-    insp.register("test.magic", lambda d, n: d.startswith(b"MAGIC"), lambda d, n: {"size": len(d)})
-    assert insp.inspect_bytes(b"MAGIC!", "m") == {"kind": "test.magic", "source": "m", "size": 6}
-    with pytest.raises(ValueError):
-        insp.register("test.magic", lambda d, n: False, lambda d, n: {})
+def test_registry():
+    """A registered system's sniffers join inspect; a kind registered twice is refused."""
+    from dataclasses import replace
+
+    from audit.contracts import Sniffer
+    from tests.demo_system import SYSTEM, registered
+
+    magic = Sniffer("test.magic", lambda d, n: d.startswith(b"MAGIC"), lambda d, n: {"size": len(d)})
+    with registered(replace(SYSTEM, sniffers=lambda: [magic])):
+        assert insp.inspect_bytes(b"MAGIC!", "m") == {"kind": "test.magic", "source": "m", "size": 6}
+    with registered(replace(SYSTEM, sniffers=lambda: [magic, magic])):
+        with pytest.raises(ValueError):
+            insp.inspect_bytes(b"MAGIC!", "m")

@@ -13,7 +13,7 @@ NONE = {"snapshot_id": None, "source_cluster": None, "local_ledger": None, "loca
 
 
 def test_request_bytes_are_field_1_and_2():
-    # tag 0x0a = field 1 (length-delimited), 0x12 = field 2: hand-checked against formats.md §2.5
+    # tag 0x0a = field 1 (length-delimited), 0x12 = field 2: hand-checked against docs/formats/pulsar.md §2.5
     assert m.encode_snapshot_request("ab", "east") == b"\x0a\x02ab\x12\x04east"
     assert m.decode_marker(10, b"\x0a\x02ab\x12\x04east", SRC) == {
         **NONE, "marker_type": 10, "name": "snapshot_request", "snapshot_id": "ab", "source_cluster": "east"}

@@ -1,4 +1,4 @@
-"""stats-internal decoding: every vintage of formats.md §2.1, the real fixtures, and bad input."""
+"""stats-internal decoding: every vintage of docs/formats/pulsar.md §2.1, the real fixtures, and bad input."""
 from __future__ import annotations
 
 import json

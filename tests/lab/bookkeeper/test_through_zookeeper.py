@@ -8,7 +8,7 @@ from audit.collectors.base import DirSink
 from audit.config.model import BookKeeperCluster, ZooKeeperConfig
 from audit.config.secrets import SecretResolver
 from audit.formats.bookkeeper import availability, protocol
-from audit.lab.bookkeeper.runner import collect_lab_cluster
+from audit.lab.bookkeeper.runner import collect as collect_lab_cluster
 
 AS_OF = 1_790_000_000_000
 

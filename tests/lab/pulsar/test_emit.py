@@ -1,4 +1,4 @@
-"""The Pulsar lab's raw evidence follows docs/pulsar-contracts.md and looks like what real brokers send."""
+"""The Pulsar lab's raw evidence follows docs/pulsar/contracts.md and looks like what real brokers send."""
 from __future__ import annotations
 
 import base64
@@ -15,12 +15,13 @@ from audit.formats.pulsar.repl_status import decode_replicated_status
 from audit.formats.pulsar.stats import decode_topic_stats
 from audit.formats.pulsar.stats_internal import decode_stats_internal
 from audit.lab.pulsar.emit import emit_cluster
-from audit.lab.pulsar.runner import UnknownLabCluster, collect_lab_pulsar_cluster, lab_world
+from audit.lab.pulsar.runner import UnknownLabCluster, lab_world
+from audit.lab.pulsar.runner import collect as collect_lab_pulsar_cluster
 from audit.lab.pulsar.world import build_world
 from tests.lab.pulsar.payload_oracle import DictSink
 
 AS_OF = 1_760_000_000_000
-FIXTURES = Path("/work/shared/fixtures/real")
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "real"
 HOLES = "topics/lab/geo/orders-ack-holes"
 
 

@@ -1,4 +1,4 @@
-"""The Pulsar lab runs geo-replication and PIP-33 the way formats.md §2.5-2.6 describe them."""
+"""The Pulsar lab runs geo-replication and PIP-33 the way docs/formats/pulsar.md §2.5-2.6 describe them."""
 from __future__ import annotations
 
 import pytest
@@ -6,7 +6,7 @@ import pytest
 from audit.formats.pulsar import markers as mk
 from audit.formats.pulsar.entry import REPL_SOURCE_POSITION
 from audit.lab.pulsar.model import MARKER_PRODUCER
-from audit.lab.pulsar.pip33 import MarkerInfo, SnapshotCache
+from audit.lab.pulsar.snapshots import MarkerInfo, SnapshotCache
 from audit.lab.pulsar.runner import lab_world
 
 AS_OF = 1_760_000_000_000

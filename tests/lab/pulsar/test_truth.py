@@ -9,7 +9,7 @@ from audit.domain.pulsar.positions import Position
 from audit.formats.pulsar.entry import EntryRecord, decode_dump_chunk
 from audit.formats.pulsar.stats import decode_topic_stats
 from audit.formats.pulsar.stats_internal import CursorStats, decode_stats_internal
-from audit.lab.pulsar.runner import collect_lab_pulsar_cluster
+from audit.lab.pulsar.runner import collect as collect_lab_pulsar_cluster
 from audit.lab.pulsar.truth import _cursor_ahead, _told, world_truth
 from audit.lab.pulsar.world import build_world
 from tests.lab.pulsar.payload_oracle import DictSink

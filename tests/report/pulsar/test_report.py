@@ -3,6 +3,7 @@ the lab failover comparison) and build_run_report reading metrics/pulsar_* Parqu
 import json
 import re
 import xml.etree.ElementTree as ET
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -12,6 +13,7 @@ from audit.report.html import render_html
 from audit.report.summary import build_summary
 from audit.report.svg import grouped_bar_chart
 from audit.validate.outcome import SuiteOutcome, ValidationOutcome
+from tests.report.systems import SYSTEMS, staged
 
 SVG = "{http://www.w3.org/2000/svg}"
 EVIL = '<b onclick="x">'
@@ -42,13 +44,13 @@ def test_grouped_chart_one_bar_per_series_scaled():
     assert "no data" in grouped_bar_chart([], {}, "t", "y")
 
 
-def test_html_pulsar_section_and_escaping():
+def test_html_pulsar_section_and_escaping(tmp_path):
     rows = [fo("billing", 5, 1, 1), fo(EVIL, 0, 3), fo("quiet", 0, 0)]
     snaps = [{"cluster": "east", "topic": T, "requests": 3, "responses": 3, "snapshots": 0, "updates": 0,
               "unanswered_requests": 0, "timed_out": 2, "newest_snapshot_age_s": None, "replicated_subscriptions": 1}]
-    summary = build_summary({"estate": "lab", "run_id": "r"}, [], {}, [], GX, None, pulsar_failover=rows,
-                            pulsar_snapshots=snaps)
-    page = render_html(summary, [], {})
+    summary = build_summary({"estate": "lab", "run_id": "r"}, [], [], GX, None, systems=SYSTEMS,
+                            outputs=staged(tmp_path, pulsar_failover=rows, pulsar_snapshots=snaps))
+    page = render_html(summary, [], SYSTEMS)
     assert "<h2>Pulsar failover</h2>" in page and "timing_out" in page
     assert EVIL not in page and "&lt;b onclick=&quot;x&quot;&gt;" in page
     svg = re.search(r'<figure class="pulsar-failover" id="pulsar-failover-0">(<svg.*?</svg>)', page, re.S).group(1)
@@ -58,18 +60,25 @@ def test_html_pulsar_section_and_escaping():
 
 
 def test_html_without_pulsar_has_no_pulsar_section():
-    page = render_html(build_summary({"estate": "lab", "run_id": "r"}, [], {}, [], GX, None), [], {})
+    page = render_html(build_summary({"estate": "lab", "run_id": "r"}, [], [], GX, None, systems=SYSTEMS), [],
+                       SYSTEMS)
     assert "Pulsar" not in page
 
 
-def test_html_lab_failover_comparison():
+def test_html_lab_failover_comparison(tmp_path):
     truth = {"system": "pulsar", "cluster": "east", "findings": [], "failover": [
         {"topic": T, "subscription": "billing", "source_cluster": "east", "target_cluster": "west",
          "redelivered": 4, "skipped": 1, "lost": 1}]}
-    summary = build_summary({"estate": "lab", "run_id": "r"}, [], {}, [], GX, truth,
-                            pulsar_failover=[fo("billing", 5, 1, 1)])
-    page = render_html(summary, [], {})
+    summary = build_summary({"estate": "lab", "run_id": "r"}, [], [], GX, truth, systems=SYSTEMS,
+                            outputs=staged(tmp_path, pulsar_failover=[fo("billing", 5, 1, 1)]))
+    page = render_html(summary, [], SYSTEMS)
     assert "Pulsar failover counts" in page and "5 (expected 4)" in page and "1 (expected 1)" in page
+
+
+def _estate(admin_urls):
+    """What the Pulsar planner reads of the estate: its Pulsar clusters' names and admin URLs."""
+    clusters = tuple(SimpleNamespace(name=n, admin_url=u) for n, u in admin_urls.items())
+    return SimpleNamespace(clusters=lambda system: clusters if system == "pulsar" else ())
 
 
 def _write(root, area, name, rows):
@@ -86,7 +95,7 @@ def test_build_run_report_reads_pulsar_metrics_and_plans(tmp_path):
         {"cluster": "east", "topic": T, "requests": 4, "responses": 4, "snapshots": 4, "updates": 2,
          "unanswered_requests": 0, "timed_out": 0, "newest_snapshot_age_s": 1, "replicated_subscriptions": 3}])
     summary = build_run_report(tmp_path, estate="lab", run_id="r1", attempt_id="a1", report_prefix="file:///x/",
-                               pulsar_admin_urls={"west": "https://west:8443"})
+                               systems=SYSTEMS, estate_config=_estate({"west": "https://west:8443"}))
     assert summary["pulsar"]["pairs"]["east->west"]["subscriptions"] == 3
     assert summary["pulsar"]["snapshots"]["east"][T]["health"] == "ok"
     (item,) = summary["repair_plans"]
@@ -106,7 +115,8 @@ def test_build_run_report_reads_pulsar_metrics_and_plans(tmp_path):
 
 
 def test_build_run_report_without_pulsar(tmp_path):
-    summary = build_run_report(tmp_path, estate="lab", run_id="r1", attempt_id="a1", report_prefix="file:///x/")
+    summary = build_run_report(tmp_path, estate="lab", run_id="r1", attempt_id="a1", report_prefix="file:///x/",
+                               systems=SYSTEMS)
     assert "pulsar" not in summary and summary["repair_plans"] == [] and "repair_errors" not in summary
     plans = json.loads((tmp_path / "reports" / "repair_plan.json").read_text())
     assert (plans["pulsar_plans"], plans["pulsar_errors"]) == ([], [])

@@ -4,10 +4,11 @@ import json
 
 import pytest
 
-from audit.report.sections.pulsar import pulsar_metrics, snapshot_health
-from audit.report.summary import SummaryInputError, build_summary, pulsar_key, scorecard
+from audit.report.sections.pulsar import pulsar_key, pulsar_metrics, snapshot_health
+from audit.report.summary import SummaryInputError, build_summary, scorecard
 from audit.report.text import render_text
 from audit.validate.outcome import SuiteOutcome, ValidationOutcome
+from tests.report.systems import SYSTEMS, staged
 
 RUN = {"estate": "lab", "run_id": "r1", "attempt_id": "a1"}
 T1, T2 = "persistent://acme/orders/created", "persistent://acme/orders/paid"
@@ -55,16 +56,18 @@ def test_snapshot_health(row, health):
     assert snapshot_health(row) == health
 
 
-def test_summary_pulsar_section_only_when_metrics_exist():
+def test_summary_pulsar_section_only_when_metrics_exist(tmp_path):
     snaps = [{"cluster": "east", "topic": T1, "requests": 10, "responses": 10, "snapshots": 9, "updates": 4,
               "unanswered_requests": 1, "timed_out": 0, "newest_snapshot_age_s": 3, "replicated_subscriptions": 2}]
-    s = build_summary(RUN, [], {}, [], GX, None, pulsar_failover=[fo(T1, "a", r=1)], pulsar_snapshots=snaps)
+    s = build_summary(RUN, [], [], GX, None, systems=SYSTEMS, outputs=staged(
+        tmp_path / "both", pulsar_failover=[fo(T1, "a", r=1)], pulsar_snapshots=snaps))
     assert s["pulsar"]["snapshots"] == {"east": {T1: {**{k: v for k, v in snaps[0].items()
                                                          if k not in ("cluster", "topic")}, "health": "ok"}}}
     assert s["pulsar"]["pairs"]["east->west"]["redelivered"] == 1
-    assert "pulsar east->west: 1 subscription(s), 1 redelivered, 0 skipped, 0 lost" in render_text(s)
-    assert "pulsar" not in build_summary(RUN, [], {}, [], GX, None)
-    assert build_summary(RUN, [], {}, [], GX, None, pulsar_failover=[])["pulsar"] == {"pairs": {}, "snapshots": {}}
+    assert "pulsar east->west: 1 subscription(s), 1 redelivered, 0 skipped, 0 lost" in render_text(s, SYSTEMS)
+    assert "pulsar" not in build_summary(RUN, [], [], GX, None, systems=SYSTEMS, outputs=staged(tmp_path / "none"))
+    assert build_summary(RUN, [], [], GX, None, systems=SYSTEMS, outputs=staged(tmp_path / "empty", pulsar_failover=[])
+                         )["pulsar"] == {"pairs": {}, "snapshots": {}}
 
 
 PTRUTH = {"system": "pulsar", "cluster": "east", "faults": [{"kind": "ack_on_target"}], "findings": [
@@ -100,13 +103,13 @@ PAIR = {"topic": T1, "subscription": "a", "target_cluster": "west"}
     ([pv("pulsar.snapshot_timeout", "warning", 1)], dict(injected=4, detected=0, missed=4, false_alarms=1)),
 ])
 def test_pulsar_findings_scored_by_evidence_keys(violations, expect):
-    lab = build_summary(RUN, violations, {}, [], GX, [PTRUTH, BK_TRUTH])["lab"]
+    lab = build_summary(RUN, violations, [], GX, [PTRUTH, BK_TRUTH], systems=SYSTEMS)["lab"]
     assert {k: lab[k] for k in expect} == expect
     assert lab["clusters"] == ["bk-a", "east"] and lab["faults"] == 1
 
 
 def test_pulsar_wrong_count_item_names_the_subscription():
-    lab = scorecard([PTRUTH], [pv("pulsar.failover_skip", "major", 3, **PAIR)])
+    lab = scorecard([PTRUTH], [pv("pulsar.failover_skip", "major", 3, **PAIR)], SYSTEMS)
     assert lab["wrong_count_items"] == [{"check": "pulsar.failover_skip", "cluster": "east", "topic": T1,
                                          "subscription": "a", "target_cluster": "west", "expected_entry_count": 4,
                                          "entry_count": 3}]
@@ -118,12 +121,12 @@ def test_pulsar_key_from_evidence_and_from_truth():
     assert pulsar_key(PTRUTH["findings"][2]) == ("pulsar", "pulsar.snapshot_timeout", "east", T2, None, None)
 
 
-def test_failover_comparison_matched_mismatched_missing_unexpected():
+def test_failover_comparison_matched_mismatched_missing_unexpected(tmp_path):
     rows = [fo(T1, "a", r=2, s=4), fo(T1, "b", r=0, s=1), fo(T1, "z", r=7),
             fo(T2, "x", r=9, source="prod", target="west")]            # not a lab source: not scored
     findings = [pv("pulsar.failover_skip", "major", 4, **PAIR), pv("pulsar.failover_redelivery", "minor", 2, **PAIR),
                 pv("pulsar.snapshot_timeout", "warning", 3, topic=T2)]
-    lab = scorecard([PTRUTH], findings, rows)
+    lab = scorecard([PTRUTH], findings, SYSTEMS, staged(tmp_path, pulsar_failover=rows))
     f = lab["failover"]
     assert {k: f[k] for k in ("expected", "matched", "mismatched", "missing", "unexpected", "perfect")} == {
         "expected": 3, "matched": 1, "mismatched": 1, "missing": 1, "unexpected": 1, "perfect": False}
@@ -135,13 +138,14 @@ def test_failover_comparison_matched_mismatched_missing_unexpected():
     assert lab["detected"] == 3 and lab["perfect"] is False    # findings perfect, failover counts are not
 
 
-def test_failover_comparison_perfect():
+def test_failover_comparison_perfect(tmp_path):
     rows = [fo(T1, "a", r=2, s=4), fo(T1, "b"), fo(T2, "c", r=1)]
     findings = [pv("pulsar.failover_skip", "major", 4, **PAIR), pv("pulsar.failover_redelivery", "minor", 2, **PAIR),
                 pv("pulsar.snapshot_timeout", "warning", 3, topic=T2)]
-    lab = build_summary(RUN, findings, {}, [], GX, PTRUTH, pulsar_failover=rows)["lab"]
+    lab = build_summary(RUN, findings, [], GX, PTRUTH, systems=SYSTEMS,
+                        outputs=staged(tmp_path, pulsar_failover=rows))["lab"]
     assert lab["failover"]["matched"] == 3 and lab["perfect"] is True
-    assert "failover" not in scorecard([BK_TRUTH], [BK_HIT])        # BookKeeper truth: no failover comparison
+    assert "failover" not in scorecard([BK_TRUTH], [BK_HIT], SYSTEMS)        # BookKeeper truth: no failover comparison
 
 
 @pytest.mark.parametrize("truth, source, field", [
@@ -153,5 +157,5 @@ def test_failover_comparison_perfect():
 ])
 def test_bad_pulsar_truth_names_source_and_field(truth, source, field):
     with pytest.raises(SummaryInputError) as err:
-        build_summary(RUN, [], {}, [], GX, truth)
+        build_summary(RUN, [], [], GX, truth, systems=SYSTEMS)
     assert (err.value.source, err.value.field) == (source, field)

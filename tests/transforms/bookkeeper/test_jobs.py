@@ -1,4 +1,4 @@
-"""spark_jobs entry points in-process (same session) and once through spark-submit."""
+"""spark_jobs/run.py for BookKeeper in-process (same session) and once through spark-submit."""
 import json
 import os
 import subprocess
@@ -10,7 +10,7 @@ import pytest
 from audit.formats.bookkeeper.availability import encode_entries
 from audit.formats.bookkeeper.ledger_metadata import encode_znode
 from audit.formats.bookkeeper.protocol import encode_response
-from spark_jobs import bk_normalize, bk_replicas_audit
+from spark_jobs import run
 from tests.domain.bookkeeper.cases import expected_entries, ledger
 
 REPO = Path(__file__).resolve().parents[3]
@@ -43,17 +43,18 @@ def _check_outputs(spark, attempt: Path):
 
 def test_jobs_in_process(spark, tmp_path):
     raw = _raw(tmp_path)
-    counts = bk_normalize.main(["--input", str(raw), "--output", str(tmp_path / "tables")])
+    counts = run.main(["--system", "bookkeeper", "--stage", "normalize", "--input", str(raw),
+                       "--output", str(tmp_path / "tables")])
     assert counts == {"bk_ledgers": 1, "bk_entry_availability": 3, "bk_bookies": 3, "quarantine": 0}
-    out = bk_replicas_audit.main(["--input", str(tmp_path / "tables"), "--output", str(tmp_path), "--run-id", "r9",
-                                  "--as-of-ms", "1000", "--open-ledger-max-age-ms", "10"])
+    out = run.main(["--system", "bookkeeper", "--stage", "audit", "--input", str(tmp_path / "tables"),
+                    "--output", str(tmp_path), "--run-id", "r9", "--as-of-ms", "1000", "--set", "open_ledger_max_age=10"])
     assert out["metrics"] == 1 and out["violations_by_check"] == {"bk.entries_below_ack_quorum": 1}
     _check_outputs(spark, tmp_path)
 
 
 def test_bad_arguments_name_the_problem(tmp_path, capsys):
     with pytest.raises(SystemExit):
-        bk_replicas_audit.main(["--input", str(tmp_path), "--output", str(tmp_path)])
+        run.main(["--system", "bookkeeper", "--stage", "audit", "--input", str(tmp_path), "--output", str(tmp_path)])
     assert "bk_ledgers/ not found" in capsys.readouterr().err
 
 
@@ -62,10 +63,10 @@ def test_spark_submit(spark, tmp_path):
     raw = _raw(tmp_path)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     submit = str(REPO / ".venv" / "bin" / "spark-submit")
-    for job, args in (("bk_normalize.py", ["--input", str(raw), "--output", str(tmp_path / "tables")]),
-                      ("bk_replicas_audit.py", ["--input", str(tmp_path / "tables"), "--output", str(tmp_path)])):
+    for args in (["--stage", "normalize", "--input", str(raw), "--output", str(tmp_path / "tables")],
+                 ["--stage", "audit", "--input", str(tmp_path / "tables"), "--output", str(tmp_path)]):
         proc = subprocess.run([submit, "--master", "local[1]", "--conf", "spark.ui.enabled=false",
-                               str(REPO / "spark_jobs" / job), *args],
+                               str(REPO / "spark_jobs" / "run.py"), "--system", "bookkeeper", *args],
                               env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
     _check_outputs(spark, tmp_path)

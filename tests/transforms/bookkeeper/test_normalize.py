@@ -7,7 +7,7 @@ from audit.domain.bookkeeper.model import CLOSED, OPEN
 from audit.formats.bookkeeper.availability import encode_entries
 from audit.formats.bookkeeper.ledger_metadata import encode_znode
 from audit.formats.bookkeeper.protocol import encode_response
-from audit.transforms.bookkeeper import spark as T
+from audit.transforms.bookkeeper import normalize as T
 from tests.domain.bookkeeper.cases import ledger
 
 PULSAR = {"application": b"pulsar", "pulsar/managed-ledger": b"public/default/persistent/t1", "bin": b"\x00\xff"}
@@ -42,7 +42,7 @@ def tables(spark, tmp_path_factory):
     _write(c, "collection.json", b"{}")
     _write(c, "stray.txt", b"?")
     _write(raw, "_lab/bk-a/ground_truth.json", b"{}")                                   # not BookKeeper's
-    out = T.normalize_bookkeeper(spark, str(raw))
+    out = T.normalize(spark, str(raw))
     return {name: [r.asDict(recursive=True) for r in df.collect()] for name, df in out.items()} | {
         "schemas": {name: df.schema for name, df in out.items()}}
 

@@ -4,7 +4,8 @@ import json
 import pytest
 
 from audit.domain.bookkeeper.model import CLOSED, OPEN
-from audit.transforms.bookkeeper import spark as T
+from audit.transforms.bookkeeper import audit as T
+from audit.transforms.bookkeeper.normalize import AVAILABILITY, BOOKIES, LEDGERS
 from audit.transforms.bookkeeper.decode import ledger_row
 from tests.domain.bookkeeper.cases import expected_entries, ledger
 
@@ -32,7 +33,7 @@ def frames(spark):
     young = ledger({0: ["b1", "b2", "b3"]}, -1, Qw=2, Qa=2, ledger_id=5, state=OPEN, ctime=AS_OF - 1000)
     gap = ledger({0: ["b1", "b2", "bx"]}, 29, Qw=2, Qa=2, ledger_id=4)
     mds = [healthy, bug4651, stuck, young, gap]
-    ledgers = spark.createDataFrame([ledger_row("c1", f"k{md.ledger_id}", md) for md in mds], T.LEDGERS)
+    ledgers = spark.createDataFrame([ledger_row("c1", f"k{md.ledger_id}", md) for md in mds], LEDGERS)
     answers = [_answer(1, b, expected_entries(healthy, b)) for b in ("b1", "b2", "b3")]
     answers += [_answer(2, b, range(0, 7)) for b in ("BK1", "BK2")] + [_answer(2, b, range(7, 11))
                                                                         for b in ("BK3", "BK4")]
@@ -40,13 +41,13 @@ def frames(spark):
                 _answer(4, "b2", [e for e in expected_entries(gap, "b2") if e != 4]),
                 _answer(4, "bx", expected_entries(gap, "bx")),
                 _answer(99, "b1", [1, 2])]            # a ledger the metadata does not know
-    availability = spark.createDataFrame(answers, T.AVAILABILITY)
+    availability = spark.createDataFrame(answers, AVAILABILITY)
     bookies = spark.createDataFrame(
         [("c1", b, "available", "/r1" if b in ("b1", "b2") else "/r2") for b in ("b1", "b2", "b3")]
         + [("c1", "BK1", "available", None), ("c1", "BK2", "readonly", None), ("c1", "BK3", "available", None),
-           ("c1", "BK4", "registered", None)], T.BOOKIES)
+           ("c1", "BK4", "registered", None)], BOOKIES)
     state = T.ledger_state(ledgers, availability)
-    metrics, fragments, violations = T.replica_audit(state, bookies, run_id="r1", as_of_ms=AS_OF,
+    metrics, fragments, violations = T.audit(state, bookies, run_id="r1", as_of_ms=AS_OF,
                                                      open_ledger_max_age_ms=DAY)
     return {"state": state, "metrics": {r["ledger_id"]: r.asDict() for r in metrics.collect()},
             "fragments": [r.asDict(recursive=True) for r in fragments.collect()],

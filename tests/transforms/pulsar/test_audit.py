@@ -1,4 +1,4 @@
-"""spark_jobs/pulsar_audit.py over hand-made normalized tables (four topics, one run): healthy bidirectional,
+"""The Pulsar audit job (spark_jobs/run.py --system pulsar --stage audit) over hand-made normalized tables (four topics, one run): healthy bidirectional,
 individual-ack holes, a target cursor ahead, one-way replication; plus the findings merge with BookKeeper's rows."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from audit.transforms.pulsar.audit import INPUTS, VIOLATIONS
-from spark_jobs import pulsar_audit
+from spark_jobs import run
 
 NS = "persistent://acme/geo/"
 HEALTHY, HOLES, AHEAD, ONE_WAY = (NS + t for t in ("healthy", "holes", "ahead", "one-way"))
@@ -111,10 +111,10 @@ def build():
 
 
 def _bookkeeper_rows(root):
-    """The BookKeeper job writes findings/violations first in the same run (Spark's layout: part files)."""
+    """The BookKeeper job's folder of findings/violations in the same run (Spark's layout: part files)."""
     bk = [{"run_id": "r1", "system": "bookkeeper", "cluster": "bk-a", "check": "bk.entries_lost",
            "severity": "critical", "subject": "ledger 3", "entry_count": 2, "message": "m", "evidence": "{}"}]
-    folder = root / "findings" / "violations"
+    folder = root / "findings" / "violations" / "system=bookkeeper"
     folder.mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(bk, schema=to_arrow_schema(VIOLATIONS)), str(folder / "part-00000-x.parquet"))
     (folder / "_SUCCESS").write_text("")
@@ -129,8 +129,8 @@ def audited(spark, tmp_path_factory):
         pq.write_table(pa.Table.from_pylist(rows, schema=to_arrow_schema(INPUTS[name])),
                        str(tables / name / "part-0.parquet"))
     _bookkeeper_rows(root)
-    counts = pulsar_audit.main(["--input", str(tables), "--output", str(root), "--run-id", "r1",
-                                "--as-of-ms", str(T0 + 60_000)])
+    counts = run.main(["--system", "pulsar", "--stage", "audit", "--input", str(tables), "--output", str(root),
+                       "--run-id", "r1", "--as-of-ms", str(T0 + 60_000)])
     failover = {(r["topic"], r["source_cluster"], r["target_cluster"]): r.asDict()
                 for r in spark.read.parquet(str(root / "metrics" / "pulsar_failover")).collect()}
     violations = [r.asDict() for r in spark.read.parquet(str(root / "findings" / "violations")).collect()]
@@ -200,23 +200,24 @@ def test_findings_merge_with_bookkeeper_rows(audited, spark):
     assert len(pulsar) == job["pulsar_violations"] == sum(job["pulsar_violations_by_check"].values())
     assert job["pulsar_failover"] == 7 and job["pulsar_snapshots"] == 8
     # Readable together by pyarrow too (the report stage reads findings/violations that way).
-    assert pq.read_table(str(Path(job["root"]) / "findings" / "violations")).num_rows == len(violations)
+    import pyarrow.dataset as ds
+
+    assert ds.dataset(str(Path(job["root"]) / "findings" / "violations")).count_rows() == len(violations)
 
 
-def test_a_retry_replaces_only_its_own_rows(spark, tmp_path):
-    _bookkeeper_rows(tmp_path)
-    rows = spark.createDataFrame([("r1", "pulsar", "east", "pulsar.replicator_disconnected", "major", NS + "t", None,
-                                   "m", "{}")], VIOLATIONS)
-    for _ in range(2):
-        pulsar_audit.add_violations(rows, str(tmp_path))
-    got = sorted(r["system"] for r in spark.read.parquet(str(tmp_path / "findings" / "violations")).collect())
-    assert got == ["bookkeeper", "pulsar"]
-    assert not (tmp_path / "findings" / "_pulsar_violations.staging").exists()
+def test_a_retry_replaces_only_its_own_rows(audited, spark):
+    job, _, violations, _ = audited
+    again = run.main(["--system", "pulsar", "--stage", "audit", "--input", str(Path(job["root"]) / "tables"),
+                      "--output", job["root"], "--run-id", "r1", "--as-of-ms", str(T0 + 60_000)])
+    got = [r["system"] for r in spark.read.parquet(str(Path(job["root"]) / "findings" / "violations")).collect()]
+    assert again["pulsar_violations"] == job["pulsar_violations"]
+    assert sorted(got) == sorted(v["system"] for v in violations)   # BookKeeper's row kept, Pulsar's not doubled
 
 
 def test_missing_tables_give_empty_outputs(spark, tmp_path):
     (tmp_path / "tables").mkdir()
-    out = pulsar_audit.run(spark, str(tmp_path / "tables"), str(tmp_path), run_id="r")
+    out = run.run_stage(spark, "pulsar", "audit", str(tmp_path / "tables"), str(tmp_path), run_id="r",
+                        thresholds=run.thresholds(None, []))
     assert out == {"pulsar_failover": 0, "pulsar_snapshots": 0, "pulsar_violations": 0,
                    "pulsar_violations_by_check": {}}
     assert spark.read.parquet(str(tmp_path / "findings" / "violations")).count() == 0

@@ -1,4 +1,4 @@
-"""pulsar_normalize over a raw folder written with the project's encoders and the real stats-internal fixtures."""
+"""The Pulsar normalize job (spark_jobs/run.py --system pulsar --stage normalize) over a raw folder written with the project's encoders and the real stats-internal fixtures."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,9 @@ import pytest
 from audit.formats.pulsar import markers
 from audit.formats.pulsar.entry import encode_entry_line, encode_gap_line
 from audit.transforms.pulsar import normalize as T
-from spark_jobs import pulsar_normalize
+import pyarrow.dataset as ds
+
+from spark_jobs import run
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
 T0 = 1_709_287_200_123
@@ -94,9 +96,14 @@ def out(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("attempt")
     raw, tables = _raw(root), root / "tables"
     spark.createDataFrame([("bookkeeper", "bk-a", "raw/bookkeeper/bk-a/x", "ledger-metadata-znode", "bad")],
-                          T.QUARANTINE).write.parquet(str(tables / "quarantine"))
-    counts = pulsar_normalize.run(spark, str(raw), str(tables))
-    return counts, {name: pq.read_table(str(tables / name)).to_pylist() for name in list(T.SCHEMAS)}
+                          T.QUARANTINE).write.parquet(str(tables / "quarantine" / "system=bookkeeper"))
+    counts = run.run_stage(spark, "pulsar", "normalize", str(raw), str(tables))
+    return counts, {name: _rows(tables / name) for name in list(T.SCHEMAS)}
+
+
+def _rows(path) -> list[dict]:
+    """A table folder, a shared one's system=<name> folders included."""
+    return ds.dataset(str(path), format="parquet").to_table().to_pylist()
 
 
 def test_topics(out):
@@ -195,24 +202,27 @@ def test_quarantine_keeps_bookkeeper_rows_and_names_source_and_field(out):
     assert reasons[E + "orders/dump/77/0-0.jsonl"] == (
         E + "orders/dump/77/0-0.jsonl: field ledger_id: expected a ledger of persistent://t/ns/orders (its "
             "stats-internal ledgers), got position 77:0 -- a position from a different topic")
-    assert counts["quarantine"] == 8 and counts["pulsar_entries"] == 4 and counts["pulsar_topics"] == 3
+    assert counts["quarantine"] == 7 and counts["pulsar_entries"] == 4   # Pulsar's own quarantine rows and counts["pulsar_topics"] == 3
 
 
 def test_no_pulsar_raw_data_still_writes_every_table_and_replaces_old_pulsar_rows(spark, tmp_path):
     (tmp_path / "raw" / "bookkeeper").mkdir(parents=True)
     old = [("bookkeeper", "bk-a", "raw/bookkeeper/bk-a/x", "k", "bad"), ("pulsar", "east", "raw/pulsar/east/y", "k", "old")]
-    spark.createDataFrame(old, T.QUARANTINE).write.parquet(str(tmp_path / "tables" / "quarantine"))
-    counts = pulsar_normalize.run(spark, str(tmp_path / "raw"), str(tmp_path / "tables"))
-    assert counts == {**{name: 0 for name in T.SCHEMAS}, "quarantine": 1}
+    for system in ("bookkeeper", "pulsar"):
+        spark.createDataFrame([r for r in old if r[0] == system], T.QUARANTINE).write.parquet(
+            str(tmp_path / "tables" / "quarantine" / f"system={system}"))
+    counts = run.run_stage(spark, "pulsar", "normalize", str(tmp_path / "raw"), str(tmp_path / "tables"))
+    assert counts == {**{name: 0 for name in T.SCHEMAS}, "quarantine": 0}
     for name, schema in T.SCHEMAS.items():
         assert spark.read.parquet(str(tmp_path / "tables" / name)).schema.fieldNames() == schema.fieldNames()
-    assert [r["source_key"] for r in pq.read_table(str(tmp_path / "tables" / "quarantine")).to_pylist()] == [
+    assert [r["source_key"] for r in _rows(tmp_path / "tables" / "quarantine")] == [
         "raw/bookkeeper/bk-a/x"]  # a re-run replaces this normalizer's rows and keeps BookKeeper's
 
 
 def test_main_parses_arguments(tmp_path):
     with pytest.raises(SystemExit):
-        pulsar_normalize.main(["--input", str(tmp_path / "missing"), "--output", str(tmp_path / "t")])
+        run.main(["--system", "pulsar", "--stage", "normalize", "--input", str(tmp_path / "missing"),
+                  "--output", str(tmp_path / "t")])
 
 
 # -- row decoding without Spark -------------------------------------------------------------------

@@ -6,7 +6,10 @@ from pathlib import Path
 import pytest
 
 from audit.validate.gx_runner import applicable_suites, run_validations
-from audit.validate.suites import PULSAR_CHECKS, PULSAR_FAILOVER, PULSAR_VIOLATIONS
+from audit.domain.pulsar.checks import CHECKS
+from audit.validate.suites.pulsar import PULSAR_FAILOVER, PULSAR_VIOLATIONS
+
+PULSAR_CHECKS = {c: k.severity for c, k in CHECKS.items()}   # check id -> severity
 
 PROJECT = Path(__file__).resolve().parents[3] / "expectations"
 FAILOVER = ("run_id string, topic string, subscription string, source_cluster string, target_cluster string, "

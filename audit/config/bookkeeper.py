@@ -1,0 +1,120 @@
+"""BookKeeper's part of the estate: one entry of `systems.bookkeeper[]` and its `thresholds:` keys
+(docs/estate.md). audit/systems/bookkeeper.py names these as the system's `cluster_model` / `thresholds_model`."""
+from __future__ import annotations
+
+import re
+from typing import Annotated, ClassVar
+
+from pydantic import AfterValidator, Field, ValidationInfo, model_validator
+
+from audit.config.model import Secret, Timeouts
+from audit.config.values import (Duration, Name, Record, choice, file_context, integer, lab_block, record,
+                                 rule_error, set_field, string_map, text)
+
+SOURCES = ("lab", "zookeeper")
+ZK_HOSTS_RE = re.compile(r"^[A-Za-z0-9_.\-]+:\d{1,5}(,[A-Za-z0-9_.\-]+:\d{1,5})*(/[^/\s]+)*$")
+ZNODE_PATH_RE = re.compile(r"^(/[^/\s]+)+$")
+HOST_PORT_RE = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
+RACK_RE = re.compile(r"^(/[^/\s]+)+$")
+FAULT_KIND_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+LAB_INT_KEYS = ("seed", "ledgers", "bookies", "entries_per_ledger")
+DEFAULT_LEDGERS_ROOT = "/ledgers"
+DEFAULT_BOOKIE_WINDOW = 100  # requests in flight per bookie connection (the Auditor also uses 100)
+
+
+def _ports_in_range(hosts: str) -> str:
+    for host_port in hosts.split("/", 1)[0].split(","):
+        if not 0 < int(host_port.rsplit(":", 1)[1]) < 65536:
+            raise rule_error("ports between 1 and 65535", repr(hosts))
+    return hosts
+
+
+ZooKeeperHosts = Annotated[text(ZK_HOSTS_RE, "a connect string host:port[,host:port...][/chroot]"),
+                           AfterValidator(_ports_in_range)]
+ZnodePath = text(ZNODE_PATH_RE, "an absolute znode path like /ledgers (no trailing '/')")
+
+
+@record
+class ZooKeeperConfig(Record):
+    """`hosts` is the kazoo/ZooKeeper connect string `h1:p1,h2:p2[/chroot]`."""
+
+    hosts: ZooKeeperHosts
+    ledgers_root: ZnodePath = DEFAULT_LEDGERS_ROOT
+    digest_auth: Secret | None = None  # resolves to "user:password"
+
+
+def _check_lab(lab: dict) -> None:
+    """Just enough for safety; the simulator (audit/lab/bookkeeper/config.py) owns the meaning of the rest."""
+    from audit.config.values import show
+
+    for key in LAB_INT_KEYS:
+        value = lab.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise rule_error("an integer >= 0", show(value), at=(key,))
+    faults = lab.get("faults")
+    if faults is None:
+        return
+    if not isinstance(faults, list):
+        raise rule_error("a list of faults", show(faults), at=("faults",))
+    for i, fault in enumerate(faults):
+        if not isinstance(fault, dict):
+            raise rule_error("a mapping with a kind", show(fault), at=("faults", i))
+        kind = fault.get("kind")
+        if not isinstance(kind, str) or not FAULT_KIND_RE.match(kind):
+            raise rule_error("a fault kind like bookie_crash", show(kind), at=("faults", i, "kind"))
+
+
+LAB_SCHEMA = {
+    "type": "object",
+    "description": "the simulated cluster (audit/lab/bookkeeper/config.py); other keys go to the simulator",
+    "properties": {**{k: {"type": "integer", "minimum": 0} for k in LAB_INT_KEYS},
+                   "faults": {"type": "array", "items": {"type": "object", "required": ["kind"],
+                                                         "properties": {"kind": {"type": "string",
+                                                                                 "pattern": FAULT_KIND_RE.pattern}}}}},
+}
+BookKeeperLab = lab_block(_check_lab, LAB_SCHEMA)
+BookieAddresses = string_map(text(HOST_PORT_RE, "an address host:port"), "a mapping")
+Racks = string_map(text(RACK_RE, "a rack path like /region/rack"), "a mapping")
+Source = choice(*SOURCES)
+AtLeastOne = integer(1)
+
+
+@record
+class BookKeeperCluster(Record):
+    """One BookKeeper cluster. `lab` is a plain dict for the simulator (only for source "lab")."""
+
+    system: ClassVar[str] = "bookkeeper"
+
+    name: Name
+    source: Source
+    zookeeper: ZooKeeperConfig | None = None
+    bookie_addresses: BookieAddresses = Field(default_factory=dict)  # bookieId -> host:port
+    racks: Racks = Field(default_factory=dict)  # bookieId -> /region/rack
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    bookie_window: AtLeastOne = DEFAULT_BOOKIE_WINDOW  # requests in flight per bookie
+    lab: BookKeeperLab | None = None
+
+    @model_validator(mode="after")
+    def _rules(self, info: ValidationInfo) -> "BookKeeperCluster":
+        if self.source == "zookeeper" and self.zookeeper is None:
+            raise rule_error("a zookeeper block (required for source: zookeeper)", "nothing", at=("zookeeper",))
+        # The lab can load its simulated cluster into a ZooKeeper (audit/lab/bookkeeper/runner.py); an estate
+        # file does not offer that.
+        if self.source == "lab" and self.zookeeper is not None and file_context(info) is not None:
+            raise rule_error("no zookeeper block with source: lab", "a zookeeper block", at=("zookeeper",))
+        if self.source != "lab" and self.lab is not None:
+            raise rule_error("a lab block only with source: lab", f"source {self.source!r}", at=("lab",))
+        if self.source == "lab" and self.lab is None:
+            set_field(self, "lab", {})
+        return self
+
+
+@record
+class BookKeeperThresholds(Record):
+    """BookKeeper's keys of the estate's `thresholds:` block."""
+
+    open_ledger_max_age_s: Duration = Field(6 * 3600, alias="open_ledger_max_age")
+    min_racks_per_write_quorum: AtLeastOne = 2
+
+
+__all__ = ["BookKeeperCluster", "BookKeeperThresholds", "ZooKeeperConfig", "Timeouts", "SOURCES"]

@@ -1,0 +1,134 @@
+"""The shared contracts: severities, a check, and the `System` record a messaging system plugs in with.
+
+A system is a plain record of functions (no base class, no framework): the pipeline, the DAG, the CLI, `inspect`,
+validate, report and bench iterate over the systems an estate declares and call these functions; nothing outside
+a system's own folders names a system. The registry is `audit/systems/__init__.py`; the recipe for a new system
+is docs/adding-a-system.md. Heavy imports (Spark, GX, a system's lab) happen inside the functions, so building
+the record is cheap."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
+
+SEVERITIES = ("critical", "major", "minor", "warning")  # most to least severe
+
+
+def severity_rank(severity: str) -> int:
+    """0 for critical ... 3 for warning (lower is more severe)."""
+    return SEVERITIES.index(severity)
+
+
+class Check(NamedTuple):
+    """One kind of finding: its severity and what it means, in one line. The same table feeds the audit's
+    findings, the GX suites, the report and the alerts."""
+
+    severity: str
+    meaning: str
+
+
+class Sniffer(NamedTuple):
+    """`replaudit inspect`: `sniff(data, name)` is cheap and never raises; `decode(data, name)` returns a JSON-able
+    dict or raises PayloadError for a payload that looked right but is broken."""
+
+    kind: str
+    sniff: Callable[[bytes, str], bool]
+    decode: Callable[[bytes, str], dict]
+    by_name: bool = False     # recognised by file name alone: tried before every content sniffer
+
+
+@dataclass(frozen=True)
+class ImportOption:
+    """An extra flag of `replaudit import` (`--<name> VALUE`) that some kinds need."""
+
+    name: str
+    help: str
+
+
+@dataclass(frozen=True)
+class ImportKind:
+    """`replaudit import --kind K`: a hand-taken dump of this kind. `store(put, cluster, files, options)` writes
+    `files` ((path, relative name) pairs) with `put(relative key under raw/<system>/<cluster>/, bytes)` into the raw
+    layout the collector itself uses, and returns {"stored": [keys], "rejected": [{"file", "reason"}]}; it raises
+    ValueError naming the flag for bad options. `options` are the flags the kind reads (the others are refused)."""
+
+    help: str
+    store: Callable[..., dict]
+    options: tuple[ImportOption, ...] = ()
+
+
+@dataclass(frozen=True)
+class CollectRequest:
+    """What a system's `collect` gets: one validated cluster of the estate, where to put its raw evidence,
+    the secret resolver, the run's reference time and the estate's thresholds (for a lab's ground truth)."""
+
+    cluster: Any
+    sink: Any                 # audit.collectors.base.RawSink, rooted at raw/<system>/<cluster>/
+    secrets: Any              # audit.config.secrets.SecretResolver
+    as_of_ms: int
+    thresholds: Any           # the estate's thresholds (every system's fields)
+
+
+@dataclass(frozen=True)
+class AuditRequest:
+    """What a system's `audit` job gets besides Spark and the folders."""
+
+    run_id: str
+    as_of_ms: int | None
+    thresholds: Any
+
+
+@dataclass(frozen=True)
+class RunOutputs:
+    """A staged run as the report sees it: `root` is the attempt folder (tables/, findings/, metrics/, raw/)."""
+
+    root: Path
+    violations: list[dict]
+    estate: Any
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """A system's part of the summary, the HTML report and the terminal text, and of the lab scorecard.
+
+    summary(outputs) -> dict | None            summary[<system>] (None: nothing of this system in the run)
+    html(summary, violations) -> str           an HTML fragment (values escaped by the section)
+    text(summary) -> list[str]                 terminal lines (`summary`: the whole run summary)
+    truth_key(finding) -> tuple                key of a ground-truth finding
+    claims(violation) -> [(key, count)]        keys one violation can answer
+    truth_item(finding) -> dict                where a ground-truth finding is (for the scorecard's lists)
+    scorecard(truths, outputs) -> dict | None  an extra scorecard part (e.g. failover counts), keyed by `scorecard_key`
+    """
+
+    summary: Callable[[RunOutputs], dict | None]
+    html: Callable[[Mapping[str, Any], list], str]
+    text: Callable[[Mapping[str, Any]], list[str]]
+    truth_key: Callable[[Mapping[str, Any]], tuple]
+    claims: Callable[[Mapping[str, Any]], list]
+    truth_item: Callable[[Mapping[str, Any]], dict]
+    truth_required: tuple[str, ...] = ("check", "cluster")
+    scorecard: Callable[[list, RunOutputs], dict | None] | None = None
+    scorecard_key: str | None = None
+
+
+@dataclass(frozen=True)
+class System:
+    """One messaging system. Runtime names: raw/<name>/<cluster>/, findings/violations/system=<name>/,
+    tables/quarantine/system=<name>/, the `system` column of findings and the estate section systems.<name>."""
+
+    name: str
+    title: str
+    cluster_model: type                       # pydantic model of one entry of systems.<name>[]
+    collect: Callable[[CollectRequest], tuple]  # -> (CollectionReport, lab ground truth or None); by cluster.source
+    normalize: Callable[[Any, str, str], dict]  # (spark, the attempt's raw/ folder, tables folder) -> {table: rows}
+    audit: Callable[[Any, str, str, AuditRequest], dict]  # (spark, tables folder, attempt folder, request)
+    checks: Mapping[str, Check]
+    report: ReportSection
+    thresholds_model: type | None = None      # pydantic model whose fields join the estate's `thresholds:`
+    import_kinds: Mapping[str, ImportKind] = field(default_factory=dict)
+    sniffers: Callable[[], Sequence[Sniffer]] = lambda: ()
+    suites: Callable[[], Sequence[Any]] = lambda: ()   # audit.validate.spec.SuiteSpec
+    validate_tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # GX table -> (area, folder)
+    plan_repairs: Callable[[RunOutputs], tuple[list[dict], list[dict]]] | None = None  # -> (plans, errors)
+    benches: tuple[str, ...] = ()             # bench modules (`make bench`)
+    docs: str = ""                            # where its documentation starts

@@ -1,0 +1,111 @@
+"""The BookKeeper part of a run's reports: replica metrics (metrics/bk_ledger_replicas) in the summary, the
+least-replicas histogram in the HTML page, a line per cluster in the terminal text, and how the lab scorecard
+matches BookKeeper findings: on (check, cluster, ledger_id[, bookie]), ledger_id and bookie from the evidence
+JSON (the ledger id otherwise from the subject, "ledger 12 ...")."""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from typing import Any, Iterable, Mapping
+
+from audit.contracts import ReportSection, RunOutputs
+from audit.report.svg import bar_chart
+
+_LEDGER_IN_SUBJECT = re.compile(r"\bledger[\s:/=#-]*(\d+)", re.IGNORECASE)
+METRICS = ("metrics", "bk_ledger_replicas")      # under the attempt folder
+
+
+def replica_metrics(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Aggregate metrics/bk_ledger_replicas rows: per cluster totals, the least-replicas histogram (audited
+    ledgers only: a ledger that was not audited has no replica count) and the smallest ack quorum of the
+    audited ledgers (`min_ack_quorum`, None without one: the histogram's bars below it are alarms)."""
+    clusters: dict[str, dict[str, int]] = {}
+    histogram: Counter = Counter()
+    acks = []
+    keys = ("entries", "entries_lost", "entries_below_ack_quorum", "entries_below_write_quorum")
+    for r in rows:
+        c = clusters.setdefault(r["cluster"], {"ledgers": 0, "audited": 0, **{k: 0 for k in keys},
+                                               "ledgers_with_lost_entries": 0})
+        c["ledgers"] += 1
+        if not r.get("audited"):
+            continue
+        c["audited"] += 1
+        for k in keys:
+            c[k] += int(r.get(k) or 0)
+        c["ledgers_with_lost_entries"] += bool(r.get("entries_lost"))
+        if r.get("least_replicas") is not None:
+            histogram[int(r["least_replicas"])] += 1
+        if r.get("ack_quorum"):
+            acks.append(int(r["ack_quorum"]))
+    return {"clusters": dict(sorted(clusters.items())),
+            "replica_histogram": {str(k): histogram[k] for k in sorted(histogram)},
+            "min_ack_quorum": min(acks) if acks else None}
+
+
+def summary(outputs: RunOutputs) -> dict[str, Any]:
+    from audit.report.build import read_rows
+
+    return {"metrics": replica_metrics(read_rows(outputs.root.joinpath(*METRICS)))}
+
+
+def html(summary: Mapping[str, Any], violations: list) -> str:
+    """The least-replicas histogram; bars below the smallest ack quorum are drawn as alarms."""
+    metrics = summary.get("metrics") or {}
+    histogram = {int(k): int(v) for k, v in (metrics.get("replica_histogram") or {}).items()}
+    chart = bar_chart(histogram, "Least replica count per ledger", "least replicas", "ledgers",
+                      highlight_below=metrics.get("min_ack_quorum"))
+    return f"<h2>Replica counts</h2><figure id=\"replica-histogram\">{chart}</figure>"
+
+
+def text(summary: Mapping[str, Any]) -> list[str]:
+    return [f"  {name}: {c.get('audited', 0)}/{c.get('ledgers', 0)} ledgers audited, "
+            f"{c.get('entries_lost', 0)} entries lost, {c.get('entries_below_ack_quorum', 0)} below Qa, "
+            f"{c.get('entries_below_write_quorum', 0)} below Qw"
+            for name, c in sorted(((summary.get("metrics") or {}).get("clusters") or {}).items())]
+
+
+# -- lab scorecard ---------------------------------------------------------------------------
+def _evidence(v: Mapping[str, Any]) -> dict[str, Any]:
+    ev = v.get("evidence")
+    if isinstance(ev, str):
+        try:
+            ev = json.loads(ev) if ev else {}
+        except ValueError:
+            ev = {}
+    return ev if isinstance(ev, dict) else {}
+
+
+def violation_key(v: Mapping[str, Any], with_bookie: bool) -> tuple:
+    """(check, cluster, ledger_id[, bookie]) of a violation. ledger_id and bookie come from the evidence
+    JSON, the ledger id otherwise from the subject ("ledger 12 ...")."""
+    ev = _evidence(v)
+    ledger = ev.get("ledger_id")
+    if ledger is None:
+        m = _LEDGER_IN_SUBJECT.search(str(v.get("subject") or ""))
+        ledger = int(m.group(1)) if m else None
+    key = (v.get("check"), v.get("cluster"), None if ledger is None else int(ledger))
+    return key + (ev.get("bookie"),) if with_bookie else key
+
+
+def truth_key(f: Mapping[str, Any]) -> tuple:
+    return (f["check"], f["cluster"], int(f["ledger_id"])) + ((f["bookie"],) if f.get("bookie") else ())
+
+
+def claims(v: Mapping[str, Any]) -> list[tuple[tuple, Any]]:
+    """(key, entry_count) pairs one violation can answer: the ledger, the ledger and the evidence's bookie, and,
+    when the evidence lists per-bookie parts (`outside`: [{bookie, entry_count}]), each bookie on its own."""
+    claims = [(violation_key(v, False), v.get("entry_count")), (violation_key(v, True), v.get("entry_count"))]
+    base = violation_key(v, False)
+    for part in _evidence(v).get("outside") or []:
+        if isinstance(part, dict) and part.get("bookie"):
+            claims.append((base + (part["bookie"],), part.get("entry_count")))
+    return claims
+
+
+def truth_item(f: Mapping[str, Any]) -> dict[str, Any]:
+    return {"ledger_id": f["ledger_id"], **({"bookie": f["bookie"]} if f.get("bookie") else {})}
+
+
+SECTION = ReportSection(summary=summary, html=html, text=text, truth_key=truth_key, claims=claims,
+                        truth_item=truth_item, truth_required=("check", "cluster", "ledger_id"))

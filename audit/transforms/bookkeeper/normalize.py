@@ -1,0 +1,67 @@
+"""BookKeeper normalize: raw/bookkeeper/** -> bk_ledgers, bk_entry_availability, bk_bookies and BookKeeper's
+quarantine rows (docs/bookkeeper/contracts.md "Normalized tables"). DataFrames in the transform; `run` writes them.
+
+bk_bookies.state: "available" (listed under <ledgers>/available), "readonly" (under available/readonly),
+"registered" (has a cookie but is in neither list)."""
+from __future__ import annotations
+
+import os
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, MapType, StructType
+from pyspark.sql.window import Window
+
+from audit.transforms.bookkeeper.decode import AVAILABILITY as AVAILABILITY_ROWS, BOOKIES as BOOKIES_ROWS, \
+    LEDGERS as LEDGERS_ROWS, QUARANTINE as QUARANTINE_ROWS, RACKS, SYSTEM, decode_file
+from audit.transforms.common import (B, I, L, QUARANTINE, S, Cached, decode_raw, quarantine_path, rows_written,
+                                     struct, tagged, write)
+
+GROUP = struct(("first_sequence_start", L), ("last_sequence_start", L), ("sequence_size", I),
+                ("sequence_period", I))
+SEGMENT = struct(("first_entry_id", L), ("ensemble", ArrayType(S)))
+LEDGERS = struct(
+    ("cluster", S), ("ledger_id", L), ("source_key", S), ("format_version", I), ("state", S), ("ensemble_size", I),
+    ("write_quorum", I), ("ack_quorum", I), ("last_entry_id", L), ("length", L), ("ctime", L), ("ctoken", L),
+    ("digest_type", S), ("has_password", B), ("owner_topic", S), ("custom_metadata", MapType(S, S)),
+    ("segments", ArrayType(SEGMENT)))
+AVAILABILITY = struct(("cluster", S), ("bookie", S), ("ledger_id", L), ("status", S), ("error", S),
+                       ("groups", ArrayType(GROUP)), ("source_key", S))
+BOOKIES = struct(("cluster", S), ("bookie", S), ("state", S), ("rack", S))
+# Every decoded row goes into one wide row tagged with its table, so the files are read and decoded once.
+_DECODED = tagged("table", (LEDGERS, AVAILABILITY, BOOKIES, QUARANTINE))
+TABLES = ("bk_ledgers", "bk_entry_availability", "bk_bookies")
+
+
+def normalize(spark: SparkSession, raw_dir: str) -> Cached:
+    """Decode every file below `raw_dir` (the attempt's raw/ folder, or a folder holding raw/)."""
+    decoded = decode_raw(spark, raw_dir, SYSTEM, decode_file, _DECODED).persist()
+
+    def table(name: str, schema: StructType) -> DataFrame:
+        return decoded.where(F.col("table") == name).select(*schema.fieldNames())
+
+    ledgers = table(LEDGERS_ROWS, LEDGERS)
+    # The same ledger from a znode and from an admin-HTTP export: keep the znode.
+    rank = F.when(F.col("source_key").contains("/ledger-metadata-http/"), 1).otherwise(0)
+    w = Window.partitionBy("cluster", "ledger_id").orderBy(rank, F.col("source_key"))
+    ledgers = ledgers.withColumn("_n", F.row_number().over(w)).where("_n = 1").drop("_n")
+    racks = decoded.where(F.col("table") == RACKS).select("cluster", "bookie", "rack")
+    bookies = (decoded.where(F.col("table") == BOOKIES_ROWS).select("cluster", "bookie", "state").alias("b")
+               .join(racks.alias("r"), ["cluster", "bookie"], "left")
+               .select("cluster", "bookie", "state", "rack"))
+    return Cached({"bk_ledgers": ledgers, "bk_entry_availability": table(AVAILABILITY_ROWS, AVAILABILITY),
+                   "bk_bookies": bookies, "quarantine": table(QUARANTINE_ROWS, QUARANTINE)}, cached=decoded)
+
+
+def run(spark: SparkSession, raw_dir: str, tables_dir: str) -> dict:
+    """Write tables_dir/<table>/ for each table and BookKeeper's folder of tables/quarantine; {table: rows}."""
+    tables = normalize(spark, raw_dir)
+    try:
+        counts = {}
+        for name, df in tables.items():
+            path = quarantine_path(tables_dir, SYSTEM) if name == "quarantine" else os.path.join(tables_dir, name)
+            write(df, path)
+            counts[name] = rows_written(path)
+        return counts
+    finally:
+        tables.unpersist()

@@ -1,0 +1,255 @@
+"""Architecture rules, checked on the source text (nothing is imported but the system registry).
+
+1. No import cycle between project modules (audit/, spark_jobs/, dags/). Every import counts: module level,
+   inside functions, under `if TYPE_CHECKING:`, and a package's `__init__` re-exports. A function-level or
+   TYPE_CHECKING import hides a cycle from Python; it does not remove it.
+2. Systems stay in their folders (audit/contracts.py): outside audit/systems/ and a system's own folders and
+   files, no module of audit/, spark_jobs/, dags/ or bench/ names a system, in code or in comments.
+
+Each rule has an explicit list of tolerated cases with a reason; the test also fails when a listed case no
+longer occurs, so the lists only shrink."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+
+from audit import systems
+
+ROOT = Path(__file__).resolve().parents[1]
+GRAPH_ROOTS = ("audit", "spark_jobs", "dags")
+WORD_ROOTS = ("audit", "spark_jobs", "dags", "bench")
+
+# Cycles tolerated for now, as written by `_cycles` (rotated to start at the smallest module) -> why.
+KNOWN_CYCLES: dict[tuple[str, ...], str] = {}
+
+# Modules allowed to name a system outside its folders: repo-relative path -> why. Keep it short.
+EXCEPTIONS: dict[str, str] = {}
+
+
+# -- import graph ------------------------------------------------------------------------------------------
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def project_modules(root: Path = ROOT, tops: tuple[str, ...] = GRAPH_ROOTS) -> dict[str, Path]:
+    """Dotted module name -> file, for every .py file below the given top-level folders."""
+    modules = {}
+    for top in tops:
+        for path in sorted((root / top).rglob("*.py")):
+            modules[_module_name(path, root)] = path
+    return modules
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str | None:
+    """The project module an imported dotted name refers to (its longest prefix that is one), or None."""
+    while name:
+        if name in modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def import_graph(modules: dict[str, Path]) -> dict[str, dict[str, int]]:
+    """module -> {imported project module: line of the first such import}, from every import statement in the
+    file (ast.walk reaches function bodies and `if TYPE_CHECKING:` blocks). `from pkg import name` is an edge
+    to `pkg.name` when that is a module, else to `pkg`. Importing `a.b.c` also runs `a` and `a.b`'s __init__,
+    but those implicit parent imports are not edges: with them every package re-exporting a submodule would
+    be a cycle with it."""
+    graph: dict[str, dict[str, int]] = {}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        edges: dict[str, int] = {}
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [t for alias in node.names if (t := _resolve(alias.name, modules))]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".") if package else []
+                    base = base[:len(base) - (node.level - 1)]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                for alias in node.names:
+                    full = f"{source}.{alias.name}"
+                    target = full if full in modules else _resolve(source, modules)
+                    if target:
+                        targets.append(target)
+            for target in targets:
+                if target != module:
+                    edges.setdefault(target, node.lineno)
+        graph[module] = edges
+    return graph
+
+
+def _strongly_connected(graph: dict[str, dict[str, int]]) -> list[set[str]]:
+    """Tarjan's algorithm, iterative; components of more than one module only (self-imports are dropped)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[set[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in graph:
+                    continue
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    out.append(component)
+    return out
+
+
+def _cycles(graph: dict[str, dict[str, int]], limit: int = 500) -> list[tuple[str, ...]]:
+    """Every elementary cycle, each once: as found from its smallest module, which it starts with."""
+    found: list[tuple[str, ...]] = []
+    for component in _strongly_connected(graph):
+        for start in sorted(component):
+            path = [start]
+
+            def walk(node: str) -> None:
+                for child in sorted(graph[node]):
+                    if len(found) >= limit:
+                        return
+                    if child == start:
+                        found.append(tuple(path))
+                    elif child in component and child > start and child not in path:
+                        path.append(child)
+                        walk(child)
+                        path.pop()
+
+            walk(start)
+    return sorted(found)
+
+
+def _describe(cycle: tuple[str, ...], graph: dict[str, dict[str, int]], modules: dict[str, Path]) -> str:
+    hops = []
+    for a, b in zip(cycle, cycle[1:] + cycle[:1]):
+        where = modules[a].relative_to(ROOT).as_posix()
+        hops.append(f"    {a} -> {b}   ({where}:{graph[a][b]})")
+    return "\n".join([" -> ".join(cycle + cycle[:1])] + hops)
+
+
+def test_import_graph_sees_hidden_imports(tmp_path):
+    """The collector counts function-level, TYPE_CHECKING, relative and `from pkg import module` imports."""
+    pkg = tmp_path / "app"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from app.sub import leaf\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "leaf.py").write_text("def f():\n    from .. import top\n")
+    (pkg / "top.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import app.other\n")
+    (pkg / "other.py").write_text("import json\nfrom app.sub.leaf import f\n")
+    modules = project_modules(tmp_path, ("app",))
+    graph = import_graph(modules)
+    assert graph["app"] == {"app.sub.leaf": 1}
+    assert graph["app.sub.leaf"] == {"app.top": 2}
+    assert graph["app.top"] == {"app.other": 3}
+    assert graph["app.other"] == {"app.sub.leaf": 2}
+    assert _cycles(graph) == [("app.other", "app.sub.leaf", "app.top")]
+
+
+def test_no_import_cycles():
+    modules = project_modules()
+    graph = import_graph(modules)
+    assert sum(map(len, graph.values())) > 100, "the import graph looks empty: is the parser broken?"
+    cycles = _cycles(graph)
+    for cycle in cycles:
+        print(("known " if cycle in KNOWN_CYCLES else "NEW ") + _describe(cycle, graph, modules))
+    new = [c for c in cycles if c not in KNOWN_CYCLES]
+    gone = [c for c in KNOWN_CYCLES if c not in cycles]
+    message = []
+    if new:
+        message.append("import cycles (move the shared part into a module both import, or pass the callable "
+                       "in; a function-level import only hides a cycle):\n" +
+                       "\n".join(_describe(c, graph, modules) for c in new))
+    if gone:
+        message.append("cycles listed in KNOWN_CYCLES no longer exist, remove them: " +
+                       ", ".join(" -> ".join(c) for c in gone))
+    assert not message, "\n\n".join(message)
+
+
+# -- systems stay in their folders -------------------------------------------------------------------------
+def _own_folder(rel: Path, names: list[str]) -> bool:
+    """audit/systems/**, and any path with a system name as a folder (audit/lab/pulsar/...) or as the file's
+    stem (audit/repair/bookkeeper.py)."""
+    return rel.parts[:2] == ("audit", "systems") or any(p in names for p in rel.parts[:-1]) or rel.stem in names
+
+
+def _offending_lines(names: list[str]) -> dict[str, list[str]]:
+    word = re.compile("|".join(re.escape(n) for n in names), re.IGNORECASE)
+    out: dict[str, list[str]] = {}
+    for top in WORD_ROOTS:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            rel = path.relative_to(ROOT)
+            if _own_folder(rel, names):
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if word.search(line):
+                    out.setdefault(rel.as_posix(), []).append(f"{rel.as_posix()}:{number}: {line.strip()}")
+    return out
+
+
+def test_own_folder_rule():
+    names = ["bookkeeper", "pulsar"]
+    for own in ("audit/systems/__init__.py", "audit/lab/pulsar/topic.py", "audit/repair/bookkeeper.py",
+                "audit/config/pulsar.py", "audit/report/sections/pulsar.py", "audit/validate/suites/bookkeeper.py",
+                "bench/pulsar/gen.py"):
+        assert _own_folder(Path(own), names), own
+    for shared in ("audit/pipeline.py", "audit/report/build.py", "bench/run.py", "audit/lab/loopback.py",
+                   "audit/transforms/pulsarish.py"):
+        assert not _own_folder(Path(shared), names), shared
+
+
+def test_systems_stay_in_their_folders():
+    names = systems.names()
+    assert {"bookkeeper", "pulsar"} <= set(names)
+    offending = _offending_lines(names)
+    for lines in offending.values():
+        print("\n".join(lines))
+    unexpected = {path: lines for path, lines in offending.items() if path not in EXCEPTIONS}
+    stale = sorted(path for path in EXCEPTIONS if path not in offending)
+    message = []
+    if unexpected:
+        message.append(f"modules outside the systems' folders name a system ({', '.join(names)}); move that code "
+                       "into the system's folder or behind audit.contracts.System:\n" +
+                       "\n".join(line for lines in unexpected.values() for line in lines))
+    if stale:
+        message.append("EXCEPTIONS lists modules that no longer name a system, remove them: " + ", ".join(stale))
+    assert not message, "\n\n".join(message)
+
+
+def test_tolerated_cases_have_reasons():
+    for case, reason in [*KNOWN_CYCLES.items(), *EXCEPTIONS.items()]:
+        assert reason.strip() and "\n" not in reason, case
