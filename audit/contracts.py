@@ -7,6 +7,7 @@ is docs/adding-a-system.md. Heavy imports (Spark, GX, a system's lab) happen ins
 the record is cheap."""
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
@@ -14,9 +15,22 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 SEVERITIES = ("critical", "major", "minor", "warning")  # most to least severe
 
 
-def severity_rank(severity: str) -> int:
-    """0 for critical ... 3 for warning (lower is more severe)."""
-    return SEVERITIES.index(severity)
+def lazy(target: str) -> Callable:
+    """The function `module:name`, imported on its first call: a System record stays cheap to build (no Spark, GX
+    or lab import until a stage needs it)."""
+    module, _, name = target.partition(":")
+
+    def call(*args, **kwargs):
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__qualname__ = call.__name__ = target
+    return call
+
+
+def lazy_value(target: str) -> Callable[[], Any]:
+    """A function returning the value `module:name`, imported on its first call."""
+    module, _, name = target.partition(":")
+    return lambda: getattr(importlib.import_module(module), name)
 
 
 class Check(NamedTuple):

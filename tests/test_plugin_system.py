@@ -94,3 +94,30 @@ def test_a_registered_system_runs_through_the_dag(airflow_db, tmp_path, receiver
         assert mapped == [("audit", 0), ("normalize", 0)], states
         assert all(states[k].endswith("success") for k in mapped), states
         _check_run(estate, dag_run.run_id, receiver)
+
+
+def test_a_failing_system_is_not_covered_and_hides_no_other_finding(tmp_path, receiver_factory, capsys):
+    """The demo system's audit job crashes; BookKeeper's findings still reach the summary and the alert, and the
+    run says what it could not cover."""
+    from dataclasses import replace
+
+    from tests.demo_system import SYSTEM
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("demo audit broke")
+
+    receiver = receiver_factory()
+    estate = _estate(tmp_path, receiver.url)
+    estate.write_text(estate.read_text() + """
+  bookkeeper:
+    - {name: bk-a, source: lab, lab: {seed: 5, ledgers: 24}}
+""")
+    with registered(replace(SYSTEM, audit=broken)):
+        assert main(["run", "--estate", str(estate), "--run-id", "r1"]) == EXIT_VIOLATIONS
+        summary, _ = _published(estate, "r1")
+    assert {"system": "demo", "cluster": "*", "source": "audit job", "what": "audit of demo",
+            "error": "RuntimeError: demo audit broke"} in summary["coverage_gaps"]
+    assert summary["complete"] is False
+    assert set(summary["counts"]["by_system"]) == {"bookkeeper"} and summary["counts"]["total"] > 0
+    (posted,) = receiver.requests
+    assert {v["system"] for v in posted["body"]["violations"]} == {"bookkeeper"}

@@ -285,20 +285,3 @@ class Estate:
                 return cluster
         known = ", ".join(c.name for c in self.clusters(system)) or "none"
         raise KeyError(f"estate {self.name!r} has no {system} cluster {name!r} (known: {known})")
-
-
-def __getattr__(name: str) -> Any:
-    """The older import path of a system's models (`from audit.config.model import <Cluster>`): they moved to
-    the system's own module of this package (audit/config/<system>.py), where this finds them. New code imports
-    them from there."""
-    if not name.startswith("_"):
-        import importlib
-        import pkgutil
-
-        package = __name__.rpartition(".")[0]
-        for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
-            module = importlib.import_module(f"{package}.{info.name}")
-            found = vars(module).get(name)
-            if isinstance(found, type) and found.__module__ == module.__name__:
-                return found
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

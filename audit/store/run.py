@@ -101,9 +101,6 @@ class RunWriter:
         self._written[key] = (len(data), hashlib.sha256(data).hexdigest())
         return key
 
-    def put_json(self, area: str, relpath: str, obj: Any) -> str:
-        return self.put(area, relpath, json.dumps(obj, indent=2, sort_keys=True).encode())
-
     def upload_file(self, area: str, relpath: str, local_path: str | Path) -> str:
         key = self.key(area, relpath)
         self.store.upload_file(local_path, key)
@@ -210,4 +207,3 @@ def latest_run(store: ObjectStore, estate: Any, before: datetime | str | None = 
         this = next((r for r in runs if r.run_id == before), None)
         runs = [r for r in runs if r.run_id != before and (this is None or r.created < this.created)]
     return runs[-1] if runs else None
-

@@ -8,7 +8,6 @@ system's rows with the same schema."""
 from __future__ import annotations
 
 import os
-import shutil
 from typing import Callable, Iterable, Iterator
 from urllib.parse import unquote, urlparse
 
@@ -163,8 +162,3 @@ def read(spark: SparkSession, path: str, schema: StructType | None = None) -> Da
     absent column reads as null."""
     reader = spark.read.schema(schema) if schema is not None else spark.read
     return reader.parquet(path)
-
-
-def remove(path: str) -> None:
-    if os.path.isdir(path):
-        shutil.rmtree(path)

@@ -192,9 +192,6 @@ class HeldSet:
             return 0
         return sum(self.holdings[k].count(first, last) for k in self._span(first, last))
 
-    def any_in(self, first: int, last: int) -> bool:
-        return last >= first and any(self.holdings[k].count(first, last) for k in self._span(first, last))
-
     def overlapping(self, first: int, last: int) -> list[Holding]:
         if last < self.lo or first > self.hi:
             return []

@@ -7,6 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from audit.config.pulsar import PulsarThresholds
+
+_ESTATE = PulsarThresholds()   # the ground truth assumes the estate's thresholds (their defaults, unless told)
+
 DEFAULT_CLUSTERS = ("east", "west", "south")
 SCENARIO_NAMES = ("healthy", "ack-holes", "delayed-message", "backlog-starves-snapshots", "one-way",
                   "target-cursor-ahead", "replicator-disconnected", "three-clusters", "old-pulsar")
@@ -18,8 +22,8 @@ _INTS = {  # key: (default, minimum, maximum)
     "snapshot_frequency_ms": (1000, 100, 60_000),  # replicatedSubscriptionsSnapshotFrequencyMillis
     "snapshot_timeout_s": (30, 1, 3600),  # replicatedSubscriptionsSnapshotTimeoutSeconds
     "snapshot_cache_size": (10, 1, 1000),  # replicatedSubscriptionsSnapshotMaxCachedPerSubscription
-    "replicator_backlog_max": (10_000, 0, 2**62),  # the estate threshold the ground truth assumes
-    "snapshot_max_age_s": (300, 1, 10**7),  # the estate threshold the ground truth assumes
+    "replicator_backlog_max": (_ESTATE.pulsar_replicator_backlog_max, 0, 2**62),
+    "snapshot_max_age_s": (_ESTATE.pulsar_snapshot_max_age_s, 1, 10**7),
 }
 KNOWN_KEYS = tuple(_INTS) + ("clusters", "scenarios", "tenant")
 
@@ -34,18 +38,18 @@ class PulsarLabConfigError(ValueError):
 
 @dataclass(frozen=True)
 class PulsarLabConfig:
-    seed: int = 7
+    seed: int = _INTS["seed"][0]
     clusters: tuple[str, ...] = DEFAULT_CLUSTERS
     scenarios: tuple[str, ...] = SCENARIO_NAMES
     tenant: str = "lab"
-    messages: int = 120
-    ledger_max_entries: int = 80
-    duration_s: int = 120
-    snapshot_frequency_ms: int = 1000
-    snapshot_timeout_s: int = 30
-    snapshot_cache_size: int = 10
-    replicator_backlog_max: int = 10_000
-    snapshot_max_age_s: int = 300
+    messages: int = _INTS["messages"][0]
+    ledger_max_entries: int = _INTS["ledger_max_entries"][0]
+    duration_s: int = _INTS["duration_s"][0]
+    snapshot_frequency_ms: int = _INTS["snapshot_frequency_ms"][0]
+    snapshot_timeout_s: int = _INTS["snapshot_timeout_s"][0]
+    snapshot_cache_size: int = _INTS["snapshot_cache_size"][0]
+    replicator_backlog_max: int = _INTS["replicator_backlog_max"][0]
+    snapshot_max_age_s: int = _INTS["snapshot_max_age_s"][0]
 
     @property
     def duration_ms(self) -> int:

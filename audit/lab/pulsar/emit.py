@@ -15,7 +15,7 @@ import urllib.parse
 
 from audit.collectors.base import CollectionReport, RawSink
 from audit.collectors.pulsar.discovery import parse_topic
-from audit.config.model import PulsarDump
+from audit.config.pulsar import PulsarDump
 from audit.lab.pulsar.model import Entry
 from audit.lab.pulsar.payloads import OCTET_STREAM, entry_headers, jackson, replicated_status, stats_internal, \
     topic_stats

@@ -4,13 +4,13 @@ matches BookKeeper findings: on (check, cluster, ledger_id[, bookie]), ledger_id
 JSON (the ledger id otherwise from the subject, "ledger 12 ...")."""
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
 from audit.contracts import ReportSection, RunOutputs
 from audit.report.svg import bar_chart
+from audit.report.sections import evidence
 
 _LEDGER_IN_SUBJECT = re.compile(r"\bledger[\s:/=#-]*(\d+)", re.IGNORECASE)
 METRICS = ("metrics", "bk_ledger_replicas")      # under the attempt folder
@@ -66,20 +66,10 @@ def text(summary: Mapping[str, Any]) -> list[str]:
 
 
 # -- lab scorecard ---------------------------------------------------------------------------
-def _evidence(v: Mapping[str, Any]) -> dict[str, Any]:
-    ev = v.get("evidence")
-    if isinstance(ev, str):
-        try:
-            ev = json.loads(ev) if ev else {}
-        except ValueError:
-            ev = {}
-    return ev if isinstance(ev, dict) else {}
-
-
 def violation_key(v: Mapping[str, Any], with_bookie: bool) -> tuple:
     """(check, cluster, ledger_id[, bookie]) of a violation. ledger_id and bookie come from the evidence
     JSON, the ledger id otherwise from the subject ("ledger 12 ...")."""
-    ev = _evidence(v)
+    ev = evidence(v)
     ledger = ev.get("ledger_id")
     if ledger is None:
         m = _LEDGER_IN_SUBJECT.search(str(v.get("subject") or ""))
@@ -97,7 +87,7 @@ def claims(v: Mapping[str, Any]) -> list[tuple[tuple, Any]]:
     when the evidence lists per-bookie parts (`outside`: [{bookie, entry_count}]), each bookie on its own."""
     claims = [(violation_key(v, False), v.get("entry_count")), (violation_key(v, True), v.get("entry_count"))]
     base = violation_key(v, False)
-    for part in _evidence(v).get("outside") or []:
+    for part in evidence(v).get("outside") or []:
         if isinstance(part, dict) and part.get("bookie"):
             claims.append((base + (part["bookie"],), part.get("entry_count")))
     return claims

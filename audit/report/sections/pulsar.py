@@ -5,10 +5,10 @@ target_cluster), from the evidence JSON -- and the lab's failover comparison (la
 below SECTION's entry points are pure: values in, dicts out."""
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable, Mapping
 
 from audit.contracts import ReportSection, RunOutputs
+from audit.report.sections import evidence
 
 TOP_SUBSCRIPTIONS = 10      # per cluster pair, by redelivered + skipped
 FAILOVER_COUNTS = ("redelivered", "skipped", "lost")
@@ -206,20 +206,10 @@ def text(summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _evidence(v: Mapping[str, Any]) -> dict[str, Any]:
-    ev = v.get("evidence")
-    if isinstance(ev, str):
-        try:
-            ev = json.loads(ev) if ev else {}
-        except ValueError:
-            ev = {}
-    return ev if isinstance(ev, dict) else {}
-
-
 def pulsar_key(v: Mapping[str, Any]) -> tuple:
     """("pulsar", check, cluster, topic, subscription, target_cluster) of a Pulsar violation (from its evidence)
     or ground-truth finding (its own fields); absent parts are None."""
-    ev = v if "evidence" not in v else {**_evidence(v), "check": v.get("check"), "cluster": v.get("cluster")}
+    ev = v if "evidence" not in v else {**evidence(v), "check": v.get("check"), "cluster": v.get("cluster")}
     return ("pulsar",) + tuple(ev.get(k) for k in PULSAR_KEY)
 
 

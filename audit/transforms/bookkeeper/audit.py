@@ -21,7 +21,7 @@ from pyspark.sql.types import ArrayType, StructField, StructType
 
 from audit.contracts import AuditRequest
 from audit.transforms.bookkeeper.arrow import iter_ledgers
-from audit.transforms.bookkeeper.audit_rows import SYSTEM, AuditSettings, audit_parsed, audit_row
+from audit.transforms.bookkeeper.audit_rows import SYSTEM, Settings, audit_parsed, audit_row
 from audit.transforms.bookkeeper.normalize import GROUP
 from audit.transforms.common import (B, I, L, S, VIOLATIONS, CachedTuple, has_table, read, rows_written, struct,
                                      violations_path, write)
@@ -68,7 +68,7 @@ def audit(state_df: DataFrame, bookies_df: DataFrame | None = None, *, run_id: s
 
     The per-ledger work runs once into a persisted DataFrame that the three outputs select from;
     `engine` is "mapInArrow" (default, measured faster: see bench/) or "arrow_udf"."""
-    settings = AuditSettings(run_id, _bookie_map(bookies_df), as_of_ms, open_ledger_max_age_ms,
+    settings = Settings(run_id, _bookie_map(bookies_df), as_of_ms, open_ledger_max_age_ms,
                              min_racks_per_write_quorum, max_ranges)
     out_schema = _AUDITED
     state = state_df.select(*STATE_COLUMNS)
@@ -104,15 +104,14 @@ def run(spark: SparkSession, tables_dir: str, root: str, request: AuditRequest) 
     for name in ("bk_ledgers", "bk_entry_availability"):
         if not os.path.isdir(os.path.join(tables_dir, name)):
             raise FileNotFoundError(f"{tables_dir}: table {name}/ not found")
-    th = request.thresholds
+    th = request.thresholds   # the estate's (audit/config/bookkeeper.py holds the defaults)
     bookies_path = os.path.join(tables_dir, "bk_bookies")
     bookies = read(spark, bookies_path) if has_table(bookies_path) else None
     state = ledger_state(read(spark, os.path.join(tables_dir, "bk_ledgers")),
                          read(spark, os.path.join(tables_dir, "bk_entry_availability")))
-    max_age_s = getattr(th, "open_ledger_max_age_s", None)
     frames = audit(state, bookies, run_id=request.run_id, as_of_ms=request.as_of_ms,
-                   open_ledger_max_age_ms=max_age_s * 1000 if max_age_s is not None and request.as_of_ms else None,
-                   min_racks_per_write_quorum=getattr(th, "min_racks_per_write_quorum", 2))
+                   open_ledger_max_age_ms=th.open_ledger_max_age_s * 1000 if request.as_of_ms is not None else None,
+                   min_racks_per_write_quorum=th.min_racks_per_write_quorum)
     paths = {"metrics": os.path.join(root, "metrics", "bk_ledger_replicas"),
              "fragments": os.path.join(root, "findings", "bk_missing_fragments"),
              "violations": violations_path(root, SYSTEM)}

@@ -48,7 +48,7 @@ def answers_from_row(row: Mapping[str, Any]) -> dict[str, BookieAnswer]:
     return out
 
 
-class AuditSettings:
+class Settings:
     """What the per-ledger checks need beyond the ledger itself.
 
     `bookies`: {cluster: {bookie: (state, rack)}} from bk_bookies; a cluster absent from it is not judged
@@ -62,12 +62,12 @@ class AuditSettings:
         self.min_racks_per_write_quorum, self.max_ranges = min_racks_per_write_quorum, max_ranges
 
 
-def audit_row(row: Mapping[str, Any], s: AuditSettings) -> dict:
+def audit_row(row: Mapping[str, Any], s: Settings) -> dict:
     """{metric columns..., fragments: [...], violations: [...]} for one ledger row."""
     return audit_parsed(row["cluster"], metadata_from_row(row), answers_from_row(row), s)
 
 
-def audit_parsed(cluster: str, md: LedgerMetadata, answers: Mapping[str, BookieAnswer], s: AuditSettings) -> dict:
+def audit_parsed(cluster: str, md: LedgerMetadata, answers: Mapping[str, BookieAnswer], s: Settings) -> dict:
     v = audit_ledger(md, answers, s.max_ranges)
     out = {"cluster": cluster, "ledger_id": md.ledger_id, "state": md.state, "audited": v.audited,
            "least_replicas": v.least_replicas if v.audited else None,
@@ -91,7 +91,7 @@ def _subject(md: LedgerMetadata) -> str:
     return f"ledger {md.ledger_id}"
 
 
-def _violation(s: AuditSettings, cluster: str, check: str, subject: str, entry_count: int, message: str,
+def _violation(s: Settings, cluster: str, check: str, subject: str, entry_count: int, message: str,
                evidence: dict) -> dict:
     """One findings row; its severity is the check's (audit.domain.bookkeeper.checks.CHECKS)."""
     return {"run_id": s.run_id, "system": SYSTEM, "cluster": cluster, "check": check,
@@ -106,7 +106,7 @@ def _fragment_evidence(v: LedgerVerdict) -> list[dict]:
             for f in v.fragments]
 
 
-def _violations(md: LedgerMetadata, v: LedgerVerdict, cluster: str, s: AuditSettings) -> Iterable[dict]:
+def _violations(md: LedgerMetadata, v: LedgerVerdict, cluster: str, s: Settings) -> Iterable[dict]:
     subject = _subject(md)
     quorum = f"E={md.ensemble_size} Qw={md.write_quorum_size} Qa={md.ack_quorum_size}"
     for code, message in metadata_violations(md):
@@ -172,7 +172,7 @@ def _expected_on_bookie(md: LedgerMetadata, bookie: str) -> int:
     return total
 
 
-def _bookie_violations(md: LedgerMetadata, cluster: str, s: AuditSettings, subject: str) -> Iterable[dict]:
+def _bookie_violations(md: LedgerMetadata, cluster: str, s: Settings, subject: str) -> Iterable[dict]:
     known = s.bookies.get(cluster)
     if not known:
         return
@@ -196,7 +196,7 @@ def _bookie_violations(md: LedgerMetadata, cluster: str, s: AuditSettings, subje
                          {"ledger_id": md.ledger_id, "bookie": b, "bookie_state": state, "segments": segs})
 
 
-def _placement(md: LedgerMetadata, cluster: str, s: AuditSettings) -> Iterable[dict]:
+def _placement(md: LedgerMetadata, cluster: str, s: Settings) -> Iterable[dict]:
     known = s.bookies.get(cluster) or {}
     racks = {b: rack for b, (_, rack) in known.items() if rack}
     if not racks:

@@ -122,11 +122,10 @@ def audit_inputs(tables: dict[str, DataFrame]) -> tuple[DataFrame, DataFrame]:
 
 
 def audit(tables: dict[str, DataFrame], *, run_id: str = "", as_of_ms: int | None = None,
-                 replicator_backlog_max: int | None = 10_000, snapshot_max_age_s: int | None = 300,
-                 snapshot_cache_limit: int = DEFAULT_CACHE_LIMIT) -> Outputs:
-    """(failover_df, snapshots_df, violations_df). `tables` maps INPUTS names to DataFrames (missing = empty)."""
-    settings = Settings(run_id, as_of_ms, Thresholds(replicator_backlog_max, snapshot_max_age_s),
-                        snapshot_cache_limit)
+          thresholds: Thresholds = Thresholds(), snapshot_cache_limit: int = DEFAULT_CACHE_LIMIT) -> Outputs:
+    """(failover_df, snapshots_df, violations_df). `tables` maps INPUTS names to DataFrames (missing = empty);
+    a threshold left None is not checked."""
+    settings = Settings(run_id, as_of_ms, thresholds, snapshot_cache_limit)
     schema = to_arrow_schema(_OUT)
 
     def per_topic(entries, state):
@@ -151,10 +150,9 @@ def run(spark: SparkSession, tables_dir: str, root: str, request: AuditRequest,
     files lack reads as null); the rest count as empty."""
     tables = {name: read(spark, os.path.join(tables_dir, name), schema) for name, schema in INPUTS.items()
               if has_table(os.path.join(tables_dir, name))}
-    th = request.thresholds
+    th = request.thresholds   # the estate's (audit/config/pulsar.py holds the defaults)
     frames = audit(tables or empty_tables(spark), run_id=request.run_id, as_of_ms=request.as_of_ms,
-                   replicator_backlog_max=getattr(th, "pulsar_replicator_backlog_max", 10_000),
-                   snapshot_max_age_s=getattr(th, "pulsar_snapshot_max_age_s", 300),
+                   thresholds=Thresholds(th.pulsar_replicator_backlog_max, th.pulsar_snapshot_max_age_s),
                    snapshot_cache_limit=snapshot_cache_limit)
     failover, snapshots, violations = frames
     try:

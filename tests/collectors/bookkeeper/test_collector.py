@@ -10,7 +10,8 @@ from kazoo.security import make_digest_acl
 from audit.collectors.base import CollectionReport, DirSink
 from audit.collectors.bookkeeper.collector import BookKeeperCollector, ClusterConfigError, parse_cluster
 from audit.collectors.bookkeeper.zk_metadata import collect_ledger_metadata
-from audit.config.model import BookKeeperCluster, SecretRef, Timeouts, ZooKeeperConfig
+from audit.config.bookkeeper import BookKeeperCluster, ZooKeeperConfig
+from audit.config.model import SecretRef, Timeouts
 from audit.formats.bookkeeper import protocol
 from audit.lab.loopback import unused_loopback_port
 from audit.config.secrets import SecretError, SecretResolver

@@ -7,7 +7,8 @@ import pytest
 
 from audit.collectors.base import DirSink
 from audit.collectors.pulsar.collector import PulsarCollector, PulsarConfigError
-from audit.config.model import PulsarCluster, PulsarDump, SecretRef, Timeouts
+from audit.config.model import SecretRef, Timeouts
+from audit.config.pulsar import PulsarCluster, PulsarDump
 from audit.config.secrets import SecretError, SecretResolver
 from audit.formats.pulsar.entry import EntryGap, EntryRecord, decode_entry_line
 from tests.collectors.pulsar.admin_fake import (ORDERS_STATS_INTERNAL, ORDERS_WINDOW, Answer, FakePulsarAdmin, html,

@@ -7,7 +7,7 @@ import pytest
 from audit.collectors.base import DirSink
 from audit.collectors.pulsar.collector import PulsarCollector
 from audit.collectors.pulsar.reader import ReaderEntry
-from audit.config.model import PulsarDump
+from audit.config.pulsar import PulsarDump
 from audit.domain.pulsar.positions import Position
 from audit.formats.pulsar.stats_internal import decode_stats_internal
 from tests.collectors.pulsar.test_collector import (ORDERS, ORDERS_ENTRY, WHAT, expected_line, fake, files,  # noqa: F401

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from audit.collectors.base import DirSink
 from audit.collectors.pulsar.collector import PulsarCollector
-from audit.config.model import PulsarCluster, SecretRef
+from audit.config.model import SecretRef
+from audit.config.pulsar import PulsarCluster
 from audit.config.secrets import SecretResolver
 from audit.formats.pulsar.entry import decode_dump_chunk
 from audit.lab.pulsar.admin_server import serve_pulsar_admin

@@ -3,7 +3,8 @@ import pytest
 
 from audit.config import EstateError
 from audit.config.estate import parse_estate
-from audit.config.model import PulsarDump, SecretRef
+from audit.config.model import SecretRef
+from audit.config.pulsar import PulsarDump
 
 HEAD = "estate: geo\nstore: {uri: file:///tmp/replaudit-x}\n"
 

@@ -7,7 +7,7 @@ import pytest
 from audit.domain.bookkeeper import checks
 from audit.domain.bookkeeper.checks import CHECKS
 from audit.domain.bookkeeper.model import OPEN
-from audit.transforms.bookkeeper.audit_rows import AuditSettings, audit_parsed
+from audit.transforms.bookkeeper.audit_rows import Settings, audit_parsed
 from tests.domain.bookkeeper.cases import expected_entries, healthy, ledger, ok
 
 CONTRACT = {
@@ -18,7 +18,7 @@ CONTRACT = {
 
 def _findings() -> list[dict]:
     """Two ledgers that between them raise every BookKeeper check."""
-    settings = AuditSettings("r1", bookies={"c": {"b1": ("available", "/r1"), "b3": ("registered", "/r1"),
+    settings = Settings("r1", bookies={"c": {"b1": ("available", "/r1"), "b3": ("registered", "/r1"),
                                                   "bx": ("available", "/r1")}},
                              as_of_ms=10**9, open_ledger_max_age_ms=1000)
     closed = ledger({0: ["b1", "b2", "b3"]}, 29, Qw=3, Qa=2, ledger_id=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from audit.collectors.base import DirSink
-from audit.config.model import BookKeeperCluster, ZooKeeperConfig
+from audit.config.bookkeeper import BookKeeperCluster, ZooKeeperConfig
 from audit.config.secrets import SecretResolver
 from audit.formats.bookkeeper import availability, protocol
 from audit.lab.bookkeeper.runner import collect as collect_lab_cluster

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.config.model import PulsarCluster, PulsarDump
+from audit.config.pulsar import PulsarCluster, PulsarDump
 from audit.domain.pulsar.rangeset import parse_individually_deleted
 from audit.formats.pulsar.entry import EntryRecord, decode_entry_line, dump_lines
 from audit.formats.pulsar.repl_status import decode_replicated_status

@@ -1,6 +1,6 @@
 """The lab's ground truth judges by the estate's thresholds, the ones the audit applies."""
 from audit.collectors.base import DirSink
-from audit.config.model import PulsarCluster
+from audit.config.pulsar import PulsarCluster
 from audit.lab.pulsar.runner import collect as collect_lab_pulsar_cluster
 
 AS_OF_MS = 1_795_440_000_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit.config.model import PulsarCluster
+from audit.config.pulsar import PulsarCluster
 from audit.domain.pulsar.positions import Position
 from audit.formats.pulsar.entry import EntryRecord, decode_dump_chunk
 from audit.formats.pulsar.stats import decode_topic_stats
