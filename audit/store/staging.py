@@ -8,6 +8,8 @@ from typing import Iterable
 from audit.store.base import iter_files
 from audit.store.run import RunWriter
 
+SPARK_SUCCESS = "_SUCCESS"   # written last by Spark into every table folder it writes
+
 
 class LocalStaging:
     """Local folders Spark can read and write (Spark uses local paths only; s3a:// is for real clusters).
@@ -69,16 +71,28 @@ class LocalStaging:
         return path if path.is_file() else None
 
     def commit(self) -> list[str]:
-        """Upload new or changed staged files (nothing to do for a local store). Returns their keys."""
+        """Upload new or changed staged files (nothing to do for a local store). Returns their keys.
+
+        A table folder this task (re)wrote -- one whose Spark `_SUCCESS` marker is new or changed -- replaces the
+        store's copy whole: its objects that the new folder does not hold (the part files of an earlier run of the
+        same task, whose names differ) are deleted, so a rerun never leaves rows twice."""
         if self.direct or not self.root.is_dir():
             return []
-        keys = []
-        for file in sorted(iter_files(self.root)):
+        keys, rewritten = [], []
+        files = sorted(iter_files(self.root))
+        for file in files:
             st = file.stat()
             if self._fetched.get(file) == (st.st_size, st.st_mtime_ns):
                 continue
             area, _, rel = file.relative_to(self.root).as_posix().partition("/")
             keys.append(self.writer.upload_file(area, rel, file))
+            if file.name == SPARK_SUCCESS:
+                rewritten.append(file.parent)
+        for folder in rewritten:
+            prefix = self.writer.prefix + folder.relative_to(self.root).as_posix() + "/"
+            held = {self.writer.prefix + f.relative_to(self.root).as_posix() for f in files
+                    if f.is_relative_to(folder)}
+            self.writer.store.delete([k for k in self.writer.store.list(prefix) if k not in held])
         return keys
 
     def cleanup(self) -> None:

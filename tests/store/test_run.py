@@ -188,3 +188,22 @@ def test_staging_uploads_nothing_when_the_job_fails(s3_endpoint, s3_bucket, tmp_
     assert list(store.list("")) == []
     assert list(tmp_path.iterdir()) == []
 
+
+
+def test_a_rewritten_table_folder_replaces_the_stored_one_whole(s3_endpoint, s3_bucket, tmp_path):
+    """A rerun of the same task writes part files under new names: the earlier ones must not stay beside them."""
+    store = open_s3_store(s3_endpoint, f"s3://{s3_bucket}")
+    writer = RunWriter(store, "lab", "r1", "a1")
+    for name in ("_SUCCESS", "part-00000-first.parquet"):
+        writer.put("findings", f"violations/system=a/{name}", b"1")
+    writer.put("findings", "violations/system=b/part-00000-other.parquet", b"b")   # another system's folder
+    writer.put("findings", "violations/system=b/_SUCCESS", b"")
+    with LocalStaging(writer, staging_root=tmp_path) as staging:
+        folder = staging.fetch("findings") / "violations" / "system=a"
+        for old in folder.iterdir():
+            old.unlink()
+        (folder / "part-00000-second.parquet").write_bytes(b"2")
+        (folder / "_SUCCESS").write_bytes(b"")
+    assert sorted(k[len(writer.prefix):] for k in store.list(writer.prefix)) == [
+        "findings/violations/system=a/_SUCCESS", "findings/violations/system=a/part-00000-second.parquet",
+        "findings/violations/system=b/_SUCCESS", "findings/violations/system=b/part-00000-other.parquet"]
