@@ -1,7 +1,7 @@
 """`make bench`: every benchmark, one table, and bench/results.json ({name, value, unit, target, ok}).
 
-Each registered system lists its bench modules (`benches`); each exposes `metrics() -> list[dict]`. Benchmarks are not tests: they measure targets
-on this machine and print them; the exit code is 1 when a target is missed."""
+Each registered system lists its bench modules (`benches`); each exposes `metrics() -> list[dict]`. Benchmarks
+are not tests: they measure targets on this machine and print them; the exit code is 1 when a target is missed."""
 from __future__ import annotations
 
 import importlib

@@ -2,8 +2,8 @@
 
 Each registered system contributes its sniffers (audit.contracts.Sniffer); the first whose sniff() accepts
 the bytes decodes them, those that go by file name alone first. sniff() must be cheap and must not raise;
-decode() raises PayloadError for a payload that looked right but is broken (e.g. a truncated znode). A payload no sniffer accepts is
-retried once as base64 text (the `.b64` fixtures and debug logs carry payloads that way)."""
+decode() raises PayloadError for a payload that looked right but is broken (e.g. a truncated znode). A payload
+no sniffer accepts is retried once as base64 text (the `.b64` fixtures and debug logs carry payloads that way)."""
 from __future__ import annotations
 
 import base64

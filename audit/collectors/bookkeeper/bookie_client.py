@@ -1,4 +1,5 @@
-"""Ask bookies which entries they store: GetListOfEntriesOfLedger over bookie protocol v3 (docs/formats/bookkeeper.md §1.7).
+"""Ask bookies which entries they store: GetListOfEntriesOfLedger over bookie protocol v3
+(docs/formats/bookkeeper.md §1.7).
 
 One TCP connection per bookie carries up to `window` requests at once; answers are matched by txnId because
 a bookie answers from a thread pool, not in request order. Each answer's Response body is stored exactly as

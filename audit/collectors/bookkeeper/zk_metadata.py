@@ -1,4 +1,5 @@
-"""Read-only copy of BookKeeper ledger metadata and bookie registrations from ZooKeeper (docs/formats/bookkeeper.md §1.3).
+"""Read-only copy of BookKeeper ledger metadata and bookie registrations from ZooKeeper
+(docs/formats/bookkeeper.md §1.3).
 
 Walks the ledgers root in all three layouts -- flat `L%010d`, legacy hierarchical 2-4-4 and long hierarchical
 3-4-4-4-4 (the hybrid "hierarchical" manager mixes the last two) -- and skips everything else (available,

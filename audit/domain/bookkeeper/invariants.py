@@ -1,4 +1,5 @@
-"""Ledger metadata invariants (LedgerMetadataImpl constructor, docs/formats/bookkeeper.md §1.1) as (code, message) pairs.
+"""Ledger metadata invariants as (code, message) pairs (LedgerMetadataImpl constructor,
+docs/formats/bookkeeper.md §1.1).
 
 Decoders keep what is stored, so a znode that BookKeeper itself would refuse to load still reaches
 here and is reported instead of being silently repaired."""

@@ -1,4 +1,5 @@
-"""`individuallyDeletedMessages`: a set of open-closed ranges `(lower..upper]` of acked positions (docs/formats/pulsar.md §2.3)."""
+"""`individuallyDeletedMessages`: a set of open-closed ranges `(lower..upper]` of acked positions
+(docs/formats/pulsar.md §2.3)."""
 from __future__ import annotations
 
 import bisect

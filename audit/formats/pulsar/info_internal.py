@@ -1,4 +1,5 @@
-"""`topics info-internal` (GET .../internal-info): ManagedLedgerInfo, the metadata-store view (docs/formats/pulsar.md §2.1).
+"""`topics info-internal` (GET .../internal-info): ManagedLedgerInfo, the metadata-store view
+(docs/formats/pulsar.md §2.1).
 
 Unlike stats-internal, positions are objects `{ledgerId, entryId}` and acked ranges are a list of
 `{from, to}` with `from` exclusive and `to` inclusive, i.e. the same open-closed ranges as

@@ -2,8 +2,8 @@
 cluster) and managed cursors (markDeletePosition, individually-deleted set, readPosition).
 
 Positions are (ledgerId, entryId) tuples. Inside the model an entry is addressed by its index in the topic's
-entry list, which keeps "the previous entry" (docs/formats/pulsar.md §2.3: the last entry of the previous non-empty ledger)
-and cursor arithmetic trivial while ledger ids stay cluster-global and non-contiguous."""
+entry list, which keeps "the previous entry" (docs/formats/pulsar.md §2.3: the last entry of the previous
+non-empty ledger) and cursor arithmetic trivial while ledger ids stay cluster-global and non-contiguous."""
 from __future__ import annotations
 
 import bisect

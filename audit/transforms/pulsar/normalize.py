@@ -103,7 +103,8 @@ def run(spark: SparkSession, raw_dir: str, tables_dir: str) -> dict:
     try:
         counts = {}
         for name, df in tables.items():
-            path = quarantine_path(tables_dir, rows.SYSTEM) if name == rows.QUARANTINE else os.path.join(tables_dir, name)
+            path = (quarantine_path(tables_dir, rows.SYSTEM) if name == rows.QUARANTINE
+                    else os.path.join(tables_dir, name))
             write(df, path)
             counts[name] = rows_written(path)
         return counts

@@ -1,4 +1,5 @@
-"""GetListOfEntriesOfLedger collection against a protocol-level fake bookie (tests/collectors/bookkeeper/fake_bookie.py)."""
+"""GetListOfEntriesOfLedger collection against a protocol-level fake bookie
+(tests/collectors/bookkeeper/fake_bookie.py)."""
 from __future__ import annotations
 
 import json

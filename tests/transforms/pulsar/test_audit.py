@@ -1,4 +1,5 @@
-"""The Pulsar audit job (spark_jobs/run.py --system pulsar --stage audit) over hand-made normalized tables (four topics, one run): healthy bidirectional,
+"""The Pulsar audit job (spark_jobs/run.py --system pulsar --stage audit) over hand-made normalized tables (four
+topics, one run): healthy bidirectional,
 individual-ack holes, a target cursor ahead, one-way replication; plus the findings merge with BookKeeper's rows."""
 from __future__ import annotations
 

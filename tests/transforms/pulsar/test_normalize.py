@@ -1,4 +1,5 @@
-"""The Pulsar normalize job (spark_jobs/run.py --system pulsar --stage normalize) over a raw folder written with the project's encoders and the real stats-internal fixtures."""
+"""The Pulsar normalize job (spark_jobs/run.py --system pulsar --stage normalize) over a raw folder written with the
+project's encoders and the real stats-internal fixtures."""
 from __future__ import annotations
 
 import json
