@@ -1,7 +1,5 @@
-"""The built-in systems for report tests, and a staged run folder holding given Parquet tables.
-
-`SYSTEMS` are the registry's BookKeeper and Pulsar records; while those modules cannot be imported yet (they are
-being written alongside), stand-in records carrying the same report sections and repair planners."""
+"""The built-in systems for report tests (the registry's BookKeeper and Pulsar records), and a staged run folder
+holding given Parquet tables."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,31 +8,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from audit.contracts import RunOutputs, System
+from audit import systems
+from audit.contracts import RunOutputs
 
-
-def _stand_in(name: str) -> System:
-    import importlib
-
-    section = importlib.import_module(f"audit.report.sections.{name}").SECTION
-    planner = importlib.import_module(f"audit.repair.{name}").plan_run
-    return System(name=name, title=name.title(), cluster_model=dict, collect=lambda req: (None, None),
-                  normalize=lambda *a: {}, audit=lambda *a: {}, checks={}, report=section, plan_repairs=planner)
-
-
-def builtin_systems() -> list[System]:
-    from audit.systems import get
-
-    out = []
-    for name in ("bookkeeper", "pulsar"):
-        try:
-            out.append(get(name))
-        except ImportError:
-            out.append(_stand_in(name))
-    return out
-
-
-SYSTEMS = builtin_systems()
+SYSTEMS = systems.of(["bookkeeper", "pulsar"])
 
 
 def write_table(root: Path, rel: str, rows: list[dict[str, Any]], name: str = "part-00000.parquet") -> Path:

@@ -6,7 +6,6 @@ import json
 import re
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from audit.formats.pulsar import markers
