@@ -18,7 +18,9 @@ LEDGERS, AVAILABILITY, BOOKIES, RACKS, QUARANTINE = "bk_ledgers", "bk_entry_avai
     "_racks", "quarantine"
 OWNER_KEY = "pulsar/managed-ledger"
 # Bookie answer statuses (protocol StatusCode names) meaning "this bookie has no such ledger".
-NO_LEDGER_STATUSES = {"ENOLEDGER", "ENOENTRY"}
+# Only NoSuchLedger means "holds nothing": the Auditor (AuditorReplicasCheckTask) treats every other failure,
+# ENOENTRY (NoSuchEntryException) included, as an unavailable bookie (docs/formats/bookkeeper.md §1.7).
+NO_LEDGER_STATUSES = {"ENOLEDGER"}
 # Kinds of raw files (payload_kind in quarantine)
 ZNODE, ADMIN_JSON, ENTRIES, ENTRIES_ERROR, BOOKIE_LISTS, RACKS_JSON, COLLECTION = (
     "ledger-metadata-znode", "ledger-metadata-http", "entries-of-ledger", "entries-of-ledger-error",

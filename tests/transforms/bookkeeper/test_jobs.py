@@ -70,3 +70,22 @@ def test_spark_submit(spark, tmp_path):
                               env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
     _check_outputs(spark, tmp_path)
+
+
+@pytest.mark.parametrize("status, unavailable, checks", [
+    # NoSuchLedger: the bookie holds nothing, so its share of the entries is missing (Auditor: EMPTY availability)
+    ("ENOLEDGER", 0, ["bk.entries_below_ack_quorum"]),
+    # NoSuchEntry (and any other failure) is an unavailable bookie, never "holds nothing" (AuditorReplicasCheckTask)
+    ("ENOENTRY", 1, []),
+])
+def test_only_no_such_ledger_means_the_bookie_holds_nothing(spark, tmp_path, status, unavailable, checks):
+    raw = _raw(tmp_path)
+    (raw / "bookkeeper" / "bk-a" / "entries-of-ledger" / "bk2:3181" / "3.pb").write_bytes(
+        encode_response(1, 3, status, None))
+    run.main(["--system", "bookkeeper", "--stage", "normalize", "--input", str(raw),
+              "--output", str(tmp_path / "tables")])
+    out = run.main(["--system", "bookkeeper", "--stage", "audit", "--input", str(tmp_path / "tables"),
+                    "--output", str(tmp_path), "--run-id", "r1"])
+    (m,) = spark.read.parquet(str(tmp_path / "metrics" / "bk_ledger_replicas")).collect()
+    assert m["unavailable_bookies"] == unavailable
+    assert sorted(out["violations_by_check"]) == checks
