@@ -105,7 +105,8 @@ class RunOutputs:
 class ReportSection:
     """A system's part of the summary, the HTML report and the terminal text, and of the lab scorecard.
 
-    summary(outputs) -> dict | None            summary[<system>] (None: nothing of this system in the run)
+    summary(outputs) -> dict | None            keys merged into the run summary's top level (unique across
+                                               systems); None or {}: nothing of this system in the run
     html(summary, violations) -> str           an HTML fragment (values escaped by the section)
     text(summary) -> list[str]                 terminal lines (`summary`: the whole run summary)
     truth_key(finding) -> tuple                key of a ground-truth finding

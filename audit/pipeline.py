@@ -179,11 +179,13 @@ def validate(ctx: RunContext) -> dict:
 
     spark = ctx.spark()
     with ctx.staging("validate") as st:
-        paths = {"violations": st.fetch("findings") / "violations"}
-        metrics = st.fetch("metrics")
+        areas = {"findings": st.fetch("findings")}   # each area fetched once, and only when a table lives there
+        paths = {"violations": areas["findings"] / "violations"}
         for s in ctx.systems():
             for table, (area, folder) in s.validate_tables.items():
-                paths[table] = (metrics if area == "metrics" else st.fetch(area)) / folder
+                if area not in areas:
+                    areas[area] = st.fetch(area)
+                paths[table] = areas[area] / folder
         dfs = {name: spark.read.parquet(str(path)) for name, path in paths.items() if has_table(str(path))}
         docs = st.dir("reports", "data_docs")
         outcome = run_validations(spark, dfs, project_dir=_expectations_dir(), docs_dir=docs, systems=ctx.systems())

@@ -48,15 +48,14 @@ def collect(req):
 def normalize(spark, raw_dir: str, tables_dir: str) -> dict:
     from pyspark.sql import functions as F
 
-    from audit.transforms.common import quarantine_path, system_raw_root
+    from audit.transforms.common import QUARANTINE, quarantine_path, system_raw_root
 
     files = (spark.read.option("recursiveFileLookup", "true").schema("counter long")
              .json(system_raw_root(raw_dir, NAME)).withColumn("path", F.input_file_name()))
     cluster = F.regexp_extract("path", r"/" + NAME + r"/([^/]+)/counters/", 1)
     counters = files.select(cluster.alias("cluster"), "counter")
     counters.write.mode("overwrite").parquet(os.path.join(tables_dir, "demo_counters"))
-    spark.createDataFrame([], "system string, cluster string, source_key string, payload_kind string, "
-                              "reason string").write.mode("overwrite").parquet(quarantine_path(tables_dir, NAME))
+    spark.createDataFrame([], QUARANTINE).write.mode("overwrite").parquet(quarantine_path(tables_dir, NAME))
     return {"demo_counters": counters.count()}
 
 

@@ -23,36 +23,42 @@ from audit.report.summary import build_summary
 _SKIPPED = ("_", ".")   # Spark's _SUCCESS / _temporary, .crc files
 
 
+def _table_file_rows(source: Any, folders: Sequence[str], columns: list[str] | None = None) -> list[dict]:
+    """Rows of one Parquet file (`source`: a path or a file object) found below a table folder in `folders`: a
+    `key=value` folder gives column `key` to rows without it. `columns`: read only these (those the file lacks
+    are left out of its rows)."""
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(source)
+    cols = None if columns is None else [c for c in columns if c in pf.schema_arrow.names]
+    rows = pf.read(columns=cols).to_pylist()
+    hive = dict(p.split("=", 1) for p in folders if "=" in p)
+    for r in rows:
+        for k, v in hive.items():
+            r.setdefault(k, v)
+    return rows
+
+
+def _is_data(parts: Sequence[str]) -> bool:
+    return parts[-1].endswith(".parquet") and not any(p.startswith(_SKIPPED) for p in parts)
+
+
 def read_rows(path: Path | str, columns: Iterable[str] | None = None) -> list[dict]:
     """Every row of the Parquet table at `path`: one file, a folder of part files, or a folder of per-system
     folders (`<system>/` or `system=<system>/`, any depth) -- the old flat layout and the new nested one alike.
     Names starting with "_" or "." are skipped. A `key=value` folder gives column `key` to rows without it.
     `columns`: read only these (those a file lacks are left out of its rows). [] for a missing path."""
-    import pyarrow.parquet as pq
-
     path = Path(path)
-    if path.is_file():
-        files = [(path, ())]
-    elif path.is_dir():
-        files = []
-        for f in sorted(path.rglob("*.parquet")):
-            rel = f.relative_to(path).parts
-            if f.is_file() and not any(p.startswith(_SKIPPED) for p in rel):
-                files.append((f, rel[:-1]))
-    else:
-        return []
     wanted = list(columns) if columns is not None else None
+    if path.is_file():
+        return _table_file_rows(str(path), (), wanted)
+    if not path.is_dir():
+        return []
     rows: list[dict] = []
-    for f, folders in files:
-        pf = pq.ParquetFile(str(f))
-        cols = None if wanted is None else [c for c in wanted if c in pf.schema_arrow.names]
-        part = pf.read(columns=cols).to_pylist()
-        hive = dict(p.split("=", 1) for p in folders if "=" in p)
-        if hive:
-            for r in part:
-                for k, v in hive.items():
-                    r.setdefault(k, v)
-        rows += part
+    for f in sorted(path.rglob("*.parquet")):
+        rel = f.relative_to(path).parts
+        if f.is_file() and _is_data(rel):
+            rows += _table_file_rows(str(f), rel[:-1], wanted)
     return rows
 
 
@@ -151,18 +157,10 @@ def load_violations(store, writer) -> list[dict]:
     findings/violations/, at any depth (one folder per system), with read_rows' rules."""
     import io
 
-    import pyarrow.parquet as pq
-
     prefix = writer.key("findings", "violations") + "/"
     out = []
     for key in store.list(prefix):
         parts = key[len(prefix):].split("/")
-        if not key.endswith(".parquet") or any(p.startswith(_SKIPPED) for p in parts):
-            continue
-        rows = pq.ParquetFile(io.BytesIO(store.get(key))).read().to_pylist()
-        hive = dict(p.split("=", 1) for p in parts[:-1] if "=" in p)
-        for r in rows:
-            for k, v in hive.items():
-                r.setdefault(k, v)
-        out += rows
+        if _is_data(parts):
+            out += _table_file_rows(io.BytesIO(store.get(key)), parts[:-1])
     return out

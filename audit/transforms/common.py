@@ -145,6 +145,20 @@ def write(df: DataFrame, path: str) -> None:
     df.write.mode("overwrite").parquet(path)
 
 
+def write_normalized(tables: Cached, tables_dir: str, system: str) -> dict:
+    """A normalize job's output: each table to tables_dir/<table>/ (empty ones too) and its "quarantine" rows to the
+    system's folder of the shared quarantine table; returns {table: rows} and releases the cached rows."""
+    try:
+        counts = {}
+        for name, df in tables.items():
+            path = quarantine_path(tables_dir, system) if name == "quarantine" else os.path.join(tables_dir, name)
+            write(df, path)
+            counts[name] = rows_written(path)
+        return counts
+    finally:
+        tables.unpersist()
+
+
 def rows_written(path: str) -> int:
     """Rows of the Parquet files in `path`, from their footers (no Spark job)."""
     if not os.path.isdir(path):

@@ -5,8 +5,6 @@ bk_bookies.state: "available" (listed under <ledgers>/available), "readonly" (un
 "registered" (has a cookie but is in neither list)."""
 from __future__ import annotations
 
-import os
-
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StructType
@@ -14,8 +12,7 @@ from pyspark.sql.window import Window
 
 from audit.transforms.bookkeeper.decode import AVAILABILITY as AVAILABILITY_ROWS, BOOKIES as BOOKIES_ROWS, \
     LEDGERS as LEDGERS_ROWS, QUARANTINE as QUARANTINE_ROWS, RACKS, SYSTEM, decode_file
-from audit.transforms.common import (B, I, L, QUARANTINE, S, Cached, decode_raw, quarantine_path, rows_written,
-                                     struct, tagged, write)
+from audit.transforms.common import B, I, L, QUARANTINE, S, Cached, decode_raw, struct, tagged, write_normalized
 
 GROUP = struct(("first_sequence_start", L), ("last_sequence_start", L), ("sequence_size", I),
                 ("sequence_period", I))
@@ -55,13 +52,4 @@ def normalize(spark: SparkSession, raw_dir: str) -> Cached:
 
 def run(spark: SparkSession, raw_dir: str, tables_dir: str) -> dict:
     """Write tables_dir/<table>/ for each table and BookKeeper's folder of tables/quarantine; {table: rows}."""
-    tables = normalize(spark, raw_dir)
-    try:
-        counts = {}
-        for name, df in tables.items():
-            path = quarantine_path(tables_dir, SYSTEM) if name == "quarantine" else os.path.join(tables_dir, name)
-            write(df, path)
-            counts[name] = rows_written(path)
-        return counts
-    finally:
-        tables.unpersist()
+    return write_normalized(normalize(spark, raw_dir), tables_dir, SYSTEM)

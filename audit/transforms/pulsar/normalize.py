@@ -7,14 +7,11 @@ replicatedSubscriptionStatus, and a cursor is `replicated` by its property or by
 `isReplicated` in stats."""
 from __future__ import annotations
 
-import os
-
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType
 
-from audit.transforms.common import (B, D, I, L, QUARANTINE, S, Cached, decode_raw, quarantine_path, rows_written,
-                                     struct, tagged, write)
+from audit.transforms.common import B, D, I, L, QUARANTINE, S, Cached, decode_raw, struct, tagged, write_normalized
 from audit.transforms.pulsar import decode as rows
 
 ACK_RANGE = struct(("from_ledger", L), ("from_entry", L), ("to_ledger", L), ("to_entry", L))
@@ -99,14 +96,4 @@ def normalize(spark: SparkSession, raw_dir: str) -> Cached:
 def run(spark: SparkSession, raw_dir: str, tables_dir: str) -> dict:
     """Write tables_dir/<table>/ for every Pulsar table (empty ones too) and Pulsar's folder of tables/quarantine;
     returns {table: rows}."""
-    tables = normalize(spark, raw_dir)
-    try:
-        counts = {}
-        for name, df in tables.items():
-            path = (quarantine_path(tables_dir, rows.SYSTEM) if name == rows.QUARANTINE
-                    else os.path.join(tables_dir, name))
-            write(df, path)
-            counts[name] = rows_written(path)
-        return counts
-    finally:
-        tables.unpersist()
+    return write_normalized(normalize(spark, raw_dir), tables_dir, rows.SYSTEM)
