@@ -12,7 +12,7 @@ export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 export REPLAUDIT_HOME := $(CURDIR)
 ESTATE ?= audit/lab/estate.yaml
 
-.PHONY: setup audit test bench clean system-deps
+.PHONY: setup audit test bench scorecard clean system-deps
 
 ## setup: virtualenv + pinned packages + Airflow metadata DB under the repo (never ~/airflow)
 setup: $(VENV)/.installed $(AIRFLOW_HOME)/.migrated
@@ -46,6 +46,10 @@ audit: setup
 ## test: the whole suite
 test: setup system-deps
 	$(BIN)/pytest
+
+## scorecard: twenty lab BookKeeper clusters (one per seed) audited in one run; the lab scorecard per seed
+scorecard: setup
+	$(BIN)/replaudit demo --estate audit/lab/estate-seeds.yaml
 
 ## bench: benchmarks (not part of test); prints a table, writes bench/results.json
 bench: setup system-deps

@@ -7,7 +7,10 @@ operations in one request, so that cost is paid once per batch. Each operation s
 
 Wire format (jute, big-endian; ZooKeeper MultiOperationRecord / MultiResponse): per operation a MultiHeader
 {int type, bool done, int err} then the operation's record; a MultiHeader with done=true ends the list.
-Replies: type 4 (getData) -> buffer data + Stat; type -1 (error) -> int err.
+Replies: type 4 (getData) -> buffer data + Stat; type -1 (error) -> int err. The Stat is decoded as kazoo decodes
+a single getData reply (kazoo.protocol.serialization.GetData: `stat_struct` into a ZnodeStat), so a batched
+read yields what `client.get()` does: (data, ZnodeStat). Callers may need the Stat as evidence in its own right
+(a znode's ctime can be the only record of when the thing it describes was created).
 """
 from __future__ import annotations
 
@@ -16,14 +19,14 @@ import struct
 from typing import Any, Sequence
 
 from kazoo.exceptions import EXCEPTIONS
-from kazoo.protocol.serialization import read_buffer, write_string
+from kazoo.protocol.serialization import read_buffer, stat_struct, write_string
+from kazoo.protocol.states import ZnodeStat
 
 MULTI_READ = 22
 GET_DATA = 4
 ERROR = -1
 _HEADER = struct.Struct("!iBi")
 _INT = struct.Struct("!i")
-_STAT_SIZE = struct.calcsize("!qqqqiiiqiiq")
 _END = _HEADER.pack(-1, 1, -1)
 KAZOO_LOGGER = "kazoo"
 
@@ -41,7 +44,8 @@ def quiet_kazoo_logging() -> None:
 
 
 class MultiReadResults(list):
-    """Per-path results: bytes (None for a znode without data) or a KazooException instance.
+    """Per-path results: (data, ZnodeStat) as `client.get()` returns them (data None for a znode without data),
+    or a KazooException instance.
     The repr hides the values: kazoo logs responses at debug level, and znode data may hold secrets."""
 
     def __repr__(self) -> str:
@@ -87,8 +91,9 @@ class MultiReadData:
                 return results
             if op_type == GET_DATA:
                 data, offset = read_buffer(buffer, offset)
-                offset += _STAT_SIZE
-                results.append(data)
+                stat = ZnodeStat._make(stat_struct.unpack_from(buffer, offset))
+                offset += stat_struct.size
+                results.append((data, stat))
             elif op_type == ERROR:
                 (code,) = _INT.unpack_from(buffer, offset)
                 offset += _INT.size
@@ -99,7 +104,7 @@ class MultiReadData:
 
 def multi_read_async(client: Any, paths: Sequence[str]) -> Any:
     """Send one multiRead of getData for `paths` (absolute, chroot applied here) -> kazoo async result
-    whose value is a MultiReadResults in the order of `paths`."""
+    whose value is a MultiReadResults ((data, ZnodeStat) or an exception per path) in the order of `paths`."""
     chroot = client.chroot or ""
     request = MultiReadData([chroot + p if p != "/" or not chroot else chroot for p in paths])
     result = client.handler.async_result()

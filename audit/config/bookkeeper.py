@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from typing import Annotated, ClassVar
 
-from pydantic import AfterValidator, Field, ValidationInfo, model_validator
+from annotated_types import Ge, Gt, Le
+from pydantic import AfterValidator, BeforeValidator, Field, Strict, ValidationInfo, WithJsonSchema, model_validator
 
 from audit.config.model import Secret, Timeouts
-from audit.config.values import (Duration, Name, Record, choice, file_context, integer, lab_block, record,
-                                 rule_error, set_field, string_map, text)
+from audit.config.durations import parse_duration
+from audit.config.values import (DURATION_SCHEMA, Duration, HttpUrl, Name, Record, choice, expect, file_context,
+                                 integer, lab_block, listing, record, rule_error, set_field, show, string_map, text)
 
-SOURCES = ("lab", "zookeeper")
+SOURCES = ("lab", "zookeeper", "admin_http")
 ZK_HOSTS_RE = re.compile(r"^[A-Za-z0-9_.\-]+:\d{1,5}(,[A-Za-z0-9_.\-]+:\d{1,5})*(/[^/\s]+)*$")
 ZNODE_PATH_RE = re.compile(r"^(/[^/\s]+)+$")
 HOST_PORT_RE = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
@@ -20,6 +22,8 @@ FAULT_KIND_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 LAB_INT_KEYS = ("seed", "ledgers", "bookies", "entries_per_ledger")
 DEFAULT_LEDGERS_ROOT = "/ledgers"
 DEFAULT_BOOKIE_WINDOW = 100  # requests in flight per bookie connection (the Auditor also uses 100)
+DEFAULT_LIST_PROBE_TIMEOUT_S = 2.0  # wait for a bookie's first entry list before probing it with a read
+LEDGER_DIR_RE = re.compile(r"^/[^\x00\n]*$")
 
 
 def _ports_in_range(hosts: str) -> str:
@@ -41,6 +45,14 @@ class ZooKeeperConfig(Record):
     hosts: ZooKeeperHosts
     ledgers_root: ZnodePath = DEFAULT_LEDGERS_ROOT
     digest_auth: Secret | None = None  # resolves to "user:password"
+
+
+@record
+class AdminHttpConfig(Record):
+    """A bookie's admin HTTP server (bookie settings httpServerEnabled=true, httpServerPort, 8080 by default):
+    source admin_http reads the ledger metadata through it instead of ZooKeeper (docs/formats/bookkeeper.md §1.5)."""
+
+    url: HttpUrl
 
 
 def _check_lab(lab: dict) -> None:
@@ -77,6 +89,24 @@ BookieAddresses = string_map(text(HOST_PORT_RE, "an address host:port"), "a mapp
 Racks = string_map(text(RACK_RE, "a rack path like /region/rack"), "a mapping")
 Source = choice(*SOURCES)
 AtLeastOne = integer(1)
+Percent = Annotated[int, Strict(), Ge(0), Le(100), expect("an integer from 0 to 100")]
+LedgerDirs = listing(text(LEDGER_DIR_RE, "an absolute directory path"), "ledger directory paths", unique=True)
+LocationIndex = string_map(LedgerDirs, "a mapping bookieId -> [ledger directory paths]")
+
+
+def _seconds(value):
+    # "2s" / "1m" as elsewhere in the estate, or a number of seconds (fractions allowed: tests use 0.2).
+    if isinstance(value, str):
+        try:
+            return float(parse_duration(value))
+        except ValueError:
+            raise rule_error("a duration like 2s or a positive number of seconds", show(value)) from None
+    return value
+
+
+ShortWait = Annotated[float, BeforeValidator(_seconds), Strict(), Gt(0),
+                      expect("a duration like 2s or a positive number of seconds"),
+                      WithJsonSchema({"anyOf": [{"type": "number", "exclusiveMinimum": 0}, DURATION_SCHEMA]})]
 
 
 @record
@@ -88,16 +118,25 @@ class BookKeeperCluster(Record):
     name: Name
     source: Source
     zookeeper: ZooKeeperConfig | None = None
+    admin_http: AdminHttpConfig | None = None
     bookie_addresses: BookieAddresses = Field(default_factory=dict)  # bookieId -> host:port
     racks: Racks = Field(default_factory=dict)  # bookieId -> /region/rack
     timeouts: Timeouts = Field(default_factory=Timeouts)
     bookie_window: AtLeastOne = DEFAULT_BOOKIE_WINDOW  # requests in flight per bookie
+    # DbLedgerStorage bookies never answer the entry list (apache/bookkeeper#2078): after this wait a read tells
+    # a live one, whose entries are then read-probed (audit/collectors/bookkeeper/read_probe.py).
+    list_probe_timeout_s: ShortWait = Field(DEFAULT_LIST_PROBE_TIMEOUT_S, alias="list_probe_timeout")
+    read_probe_percent: Percent = 0  # the Auditor's auditorLedgerVerificationPercentage (default 0)
+    read_probe_window: AtLeastOne = DEFAULT_BOOKIE_WINDOW  # reads in flight per probed bookie
+    location_index: LocationIndex = Field(default_factory=dict)  # bookieId -> ledger dirs read on this host
     lab: BookKeeperLab | None = None
 
     @model_validator(mode="after")
     def _rules(self, info: ValidationInfo) -> "BookKeeperCluster":
         if self.source == "zookeeper" and self.zookeeper is None:
             raise rule_error("a zookeeper block (required for source: zookeeper)", "nothing", at=("zookeeper",))
+        if self.source == "admin_http" and self.admin_http is None:
+            raise rule_error("an admin_http block (required for source: admin_http)", "nothing", at=("admin_http",))
         # The lab can load its simulated cluster into a ZooKeeper (audit/lab/bookkeeper/runner.py); an estate
         # file does not offer that.
         if self.source == "lab" and self.zookeeper is not None and file_context(info) is not None:
@@ -106,6 +145,9 @@ class BookKeeperCluster(Record):
             raise rule_error("a lab block only with source: lab", f"source {self.source!r}", at=("lab",))
         if self.source == "lab" and self.lab is None:
             set_field(self, "lab", {})
+        for bookie, dirs in self.location_index.items():
+            if not dirs:
+                raise rule_error("at least one ledger directory", "an empty list", at=("location_index", bookie))
         return self
 
 
@@ -117,4 +159,5 @@ class BookKeeperThresholds(Record):
     min_racks_per_write_quorum: AtLeastOne = 2
 
 
-__all__ = ["BookKeeperCluster", "BookKeeperThresholds", "ZooKeeperConfig", "Timeouts", "SOURCES"]
+__all__ = ["AdminHttpConfig", "BookKeeperCluster", "BookKeeperThresholds", "ZooKeeperConfig", "Timeouts",
+           "SOURCES"]

@@ -152,6 +152,12 @@ def scorecard(truths: Any, violations: list[Mapping[str, Any]], systems: Sequenc
             false_alarms.append({"check": v["check"], "cluster": v["cluster"], "subject": v.get("subject"),
                                  "entry_count": v.get("entry_count")})
             per_check.setdefault(v["check"], Counter())["false_alarms"] += 1
+    per_cluster: dict[str, Counter] = {c: Counter() for c in lab_clusters if c}
+    for kind, items in (("detected", detected), ("wrong_count", wrong), ("missed", missed),
+                        ("false_alarms", false_alarms)):
+        for item in items:
+            per_cluster.setdefault(item["cluster"], Counter())[kind] += 1
+    seeds = {t.get("cluster"): t.get("seed") for t in truths}
     card = {
         "clusters": sorted(c for c in lab_clusters if c),
         "faults": sum(len(t.get("faults", [])) for t in truths),
@@ -159,6 +165,10 @@ def scorecard(truths: Any, violations: list[Mapping[str, Any]], systems: Sequenc
         "missed": len(missed), "false_alarms": len(false_alarms),
         "perfect": not (wrong or missed or false_alarms),
         "by_check": {c: {k: cnt.get(k, 0) for k in KINDS} for c, cnt in sorted(per_check.items())},
+        # one line per lab cluster (a lab seed): what a many-seed estate prints seed by seed
+        "by_cluster": {c: {"seed": seeds.get(c), "injected": cnt["detected"] + cnt["wrong_count"] + cnt["missed"],
+                           **{k: cnt.get(k, 0) for k in ("detected", "wrong_count", "missed", "false_alarms")}}
+                       for c, cnt in sorted(per_cluster.items())},
         "wrong_count_items": wrong[:DETAIL_LIMIT], "missed_items": missed[:DETAIL_LIMIT],
         "false_alarm_items": false_alarms[:DETAIL_LIMIT],
     }

@@ -32,6 +32,12 @@ def render_text(summary: Mapping[str, Any], systems: Sequence[System] | None = N
         lines.append(f"  lab: injected {lab.get('injected')}, detected {lab.get('detected')}, "
                      f"wrong count {lab.get('wrong_count')}, missed {lab.get('missed')}, "
                      f"false alarms {lab.get('false_alarms')}")
+        per_cluster = lab.get("by_cluster") or {}
+        if len(per_cluster) > 1:
+            for cluster, c in per_cluster.items():
+                seed = "" if c.get("seed") is None else f" (seed {c['seed']})"
+                lines.append(f"    {cluster}{seed}: injected {c['injected']}, detected {c['detected']}, wrong count "
+                             f"{c['wrong_count']}, missed {c['missed']}, false alarms {c['false_alarms']}")
     run = summary.get("run") or {}
     if run.get("report_location"):
         lines.append(f"  report: {run['report_location']}")

@@ -12,7 +12,7 @@ NAME = "bookkeeper"
 
 
 def collect(req: CollectRequest):
-    """The lab (source: lab) or the real collector (source: zookeeper)."""
+    """The lab (source: lab) or the real collector (source: zookeeper or admin_http)."""
     if req.cluster.source == "lab":
         from audit.lab.bookkeeper.runner import collect as collect_lab
 
@@ -37,6 +37,7 @@ SYSTEM = System(
     suites=lazy_value("audit.validate.suites.bookkeeper:SUITES"),
     validate_tables={"bk_ledger_replicas": ("metrics", "bk_ledger_replicas")},
     plan_repairs=lazy("audit.repair.bookkeeper:plan_run"),
-    benches=("bench.bookkeeper.bench_replicas", "bench.bookkeeper.bench_zk_collector"),
+    benches=("bench.bookkeeper.bench_replicas", "bench.bookkeeper.bench_zk_collector",
+             "bench.bookkeeper.bench_location_index", "bench.bookkeeper.bench_read_probe"),
     docs="docs/bookkeeper/",
 )

@@ -65,7 +65,7 @@ def test_run_then_report_and_import_then_from_raw(tmp_path, capsys):
 
     # hand-taken dumps: r1's raw evidence imported kind by kind into one run, audited without collecting
     raw = next((tmp_path / "store" / "clitest" / "runs" / "r1" / "attempts").iterdir()) / "raw" / "bookkeeper" / "bk-a"
-    for kind in ("ledger-metadata", "entries-of-ledger", "bookies"):
+    for kind in ("ledger-metadata", "entries-of-ledger", "location-index", "read-probes", "bookies"):
         assert main(["import", "--estate", str(estate), "--run-id", "imp", "--system", "bookkeeper",
                      "--cluster", "bk-a", "--kind", kind, str(raw / kind)]) == EXIT_CLEAN
     capsys.readouterr()

@@ -144,3 +144,19 @@ def test_one_ledger_finding_with_per_bookie_parts_answers_each_bookie():
     lab = scorecard([truth], [row], SYSTEMS)
     assert (lab["detected"], lab["wrong_count"], lab["missed"], lab["false_alarms"]) == (1, 1, 0, 0)
     assert lab["wrong_count_items"][0]["bookie"] == "b5"
+
+
+def test_replica_metrics_information_outside_ensemble_and_unknown_ctime():
+    from audit.report.sections.bookkeeper import text
+    rows = [{"cluster": "a", "state": "CLOSED", "audited": True, "least_replicas": 2, "entries": 10,
+             "entries_outside_ensemble": 3, "ctime": 5},
+            {"cluster": "a", "state": "OPEN", "audited": False, "ctime": None},
+            {"cluster": "a", "state": "OPEN", "audited": False, "ctime": 7},
+            {"cluster": "b", "state": "OPEN", "audited": False}]          # written before the ctime column
+    m = replica_metrics(rows)
+    assert (m["outside_ensemble"], m["open_ctime_unknown"]) == ({"a": 3}, {"a": 1})
+    lines = text({"metrics": m})
+    assert "  a: 3 entries held outside the ensemble the metadata assigns (information: findings/bk_outside_ensemble)" \
+        in lines
+    assert "  a: 1 open ledgers with unknown creation time (not judged for open too long)" in lines
+    assert not any(line.startswith("  b: ") and "unknown" in line for line in lines)

@@ -10,6 +10,16 @@ status). A ledger whose answer never came is stored as `<ledgerId>.error.json` {
 Error kinds: "unreachable" (connect refused / no route / bad address), "timeout" (connect or answer deadline),
 "connection_closed" (bookie hung up), "protocol_error" (an answer that does not decode or match).
 After a failed connection the bookie gets `reconnects` more connections for the ledgers not yet asked.
+
+Capability probe: a DbLedgerStorage bookie never answers GetListOfEntriesOfLedger (its read thread throws
+UnsupportedOperationException, apache/bookkeeper#2078), which used to cost two request timeouts per bookie and
+turn all its ledgers into "unavailable". So each bookie's first request is sent alone; if no answer comes
+within `list_probe_timeout_s`, a plain ReadRequest (entry 0 of the same ledger) follows on the same connection.
+An answer to it, whatever its status, shows a live bookie that does not serve the listing: the bookie is
+marked "unsupported" for the run, gets no more list requests, and its ledgers go to `probe_unsupported` (the
+read prober, read_probe.py) -- without one they are stored as "list_unsupported" errors. No answer to either
+is the timeout path as before. A bookie answering the listing pays one round trip for the probe, no more
+(docs/formats/bookkeeper.md §1.10).
 """
 from __future__ import annotations
 
@@ -18,7 +28,7 @@ import itertools
 import json
 from collections import defaultdict, deque
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Awaitable, Callable, Iterable, Mapping
 
 from audit.collectors.base import CollectionReport, RawSink
 from audit.formats.bookkeeper import protocol
@@ -28,8 +38,14 @@ SYSTEM = "bookkeeper"
 ENTRIES_PREFIX = "entries-of-ledger/"
 WHAT = "entries of ledger"
 UNREACHABLE, TIMEOUT, CLOSED, PROTOCOL_ERROR = "unreachable", "timeout", "connection_closed", "protocol_error"
+LIST_UNSUPPORTED = "list_unsupported"
+DB_LEDGER_STORAGE_ISSUE = "DbLedgerStorage, apache/bookkeeper#2078"
 # Statuses that answer the question: EOK (here is the list) and ENOLEDGER (this bookie has nothing).
 ANSWER_STATUSES = ("EOK", "ENOLEDGER")
+
+
+# (bookie, ledger ids, reason) -> report of the read probes that replace the listing on that bookie
+ProbeUnsupported = Callable[[str, list[int], str], Awaitable[CollectionReport]]
 
 
 @dataclass(frozen=True)
@@ -39,9 +55,10 @@ class BookieClientConfig:
     window: int = 100                 # requests in flight per connection (the Auditor also uses 100)
     reconnects: int = 1
     max_concurrent_bookies: int = 16
+    list_probe_timeout_s: float = 2.0  # wait for the first listing before asking whether the bookie reads
 
     def __post_init__(self):
-        for name in ("connect_timeout_s", "request_timeout_s"):
+        for name in ("connect_timeout_s", "request_timeout_s", "list_probe_timeout_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"BookieClientConfig.{name}: expected > 0, got {getattr(self, name)}")
         for name, low in (("window", 1), ("reconnects", 0), ("max_concurrent_bookies", 1)):
@@ -74,9 +91,14 @@ class _Failure(Exception):
 
 class _BookieRun:
     def __init__(self, bookie: str, ledger_ids: Iterable[int], addresses: Mapping[str, str] | None,
-                 sink: RawSink, report: CollectionReport, cfg: BookieClientConfig):
+                 sink: RawSink, report: CollectionReport, cfg: BookieClientConfig,
+                 probe_unsupported: ProbeUnsupported | None = None):
         self.bookie, self.sink, self.report, self.cfg = bookie, sink, report, cfg
         self.addresses = addresses
+        self.probe_unsupported = probe_unsupported
+        self.lists: bool | None = None          # does the bookie answer GetListOfEntriesOfLedger? None: not known
+        self.unsupported_reason = ""
+        self.probe_read_txn: int | None = None  # the capability probe's read, whose answer may come late
         self.remaining = deque(sorted(set(ledger_ids)))
         self.txn_ids = itertools.count(1)
         self.errors: dict[str, list[tuple[int, str]]] = defaultdict(list)
@@ -93,7 +115,7 @@ class _BookieRun:
             self._fail_all(_Failure(UNREACHABLE, str(e)), "not asked")
         else:
             connections = 0
-            while self.remaining:
+            while self.remaining and self.lists is not False:
                 connections += 1
                 try:
                     await self._connection(host, port)
@@ -102,7 +124,21 @@ class _BookieRun:
                         self._error(ledger_id, f.kind, f.message)
                     if connections > self.cfg.reconnects:
                         self._fail_all(f, f"not asked after {connections} failed connection(s)")
+        if self.lists is False:
+            await self._hand_over()
         self._report_gaps()
+
+    async def _hand_over(self) -> None:
+        """The bookie reads but does not list: its remaining ledgers go to the read prober."""
+        ledger_ids = list(self.remaining)
+        self.remaining.clear()
+        self.report.count("bookies_list_unsupported")
+        self.report.count("entries_of_ledger_unsupported", len(ledger_ids))
+        if self.probe_unsupported is not None:
+            self.report.merge(await self.probe_unsupported(self.bookie, ledger_ids, self.unsupported_reason))
+            return
+        for ledger_id in ledger_ids:
+            self._error(ledger_id, LIST_UNSUPPORTED, self.unsupported_reason)
 
     def _fail_all(self, f: _Failure, why: str) -> None:
         while self.remaining:
@@ -128,6 +164,10 @@ class _BookieRun:
 
     async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: str) -> None:
         loop = asyncio.get_running_loop()
+        if self.lists is None:
+            await self._probe_lists(reader, writer, address)
+            if not self.lists:
+                return
         in_flight: dict[int, tuple[int, float]] = {}  # txnId -> (ledgerId, deadline); insertion = send order
         while self.remaining or in_flight:
             while self.remaining and len(in_flight) < self.cfg.window:
@@ -149,6 +189,59 @@ class _BookieRun:
                 raise _Failure(f.kind, f.message, pending) from None
             self._answer(body, in_flight, address, pending)
 
+    async def _probe_lists(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: str) -> None:
+        """The first listing, alone; if unanswered within list_probe_timeout_s, a ReadRequest tells a live bookie
+        without the listing (sets self.lists False) from a silent one (_Failure, as before)."""
+        loop = asyncio.get_running_loop()
+        ledger_id, list_txn = self.remaining.popleft(), next(self.txn_ids)
+        sent = loop.time()
+        in_flight = {list_txn: (ledger_id, sent + self.cfg.request_timeout_s)}
+        writer.write(protocol.encode_request(ledger_id, list_txn))
+        probe_wait = min(self.cfg.list_probe_timeout_s, self.cfg.request_timeout_s)
+        # One frame read for both waits, never cancelled in between: a frame half read when the probe's wait ends
+        # must not be lost.
+        frame = asyncio.ensure_future(self._read_frame(reader, address))
+        try:
+            await asyncio.wait_for(writer.drain(), probe_wait)
+            await asyncio.wait({frame}, timeout=probe_wait)
+            if not frame.done():
+                self.probe_read_txn = next(self.txn_ids)
+                writer.write(protocol.encode_read_request(ledger_id, 0, self.probe_read_txn))
+                # The listing keeps its own deadline; the read gets at least the probe's wait.
+                deadline = max(sent + self.cfg.request_timeout_s, loop.time() + probe_wait)
+                await asyncio.wait_for(writer.drain(), max(0.0, deadline - loop.time()))
+                await asyncio.wait({frame}, timeout=max(0.0, deadline - loop.time()))
+            if not frame.done():
+                raise _Failure(TIMEOUT, f"{address} answered neither GetListOfEntriesOfLedger nor a ReadRequest "
+                                        f"within {self.cfg.request_timeout_s}s", [ledger_id])
+            body = frame.result()
+        except asyncio.TimeoutError:
+            raise _Failure(TIMEOUT, f"{address} did not take the request within {self.cfg.request_timeout_s}s",
+                           [ledger_id]) from None
+        except (asyncio.IncompleteReadError, ConnectionError) as e:
+            raise _Failure(CLOSED, f"{address} closed the connection: {type(e).__name__}", [ledger_id]) from None
+        except _Failure as f:
+            raise _Failure(f.kind, f.message, [ledger_id]) from None
+        finally:
+            frame.cancel()
+        answer = self._decode(body, address, [ledger_id])
+        if isinstance(answer, protocol.ReadEntryAnswer) and answer.txn_id == self.probe_read_txn:
+            self.lists = False
+            self.remaining.appendleft(ledger_id)
+            self.unsupported_reason = (
+                f"GetListOfEntriesOfLedger unanswered within {probe_wait} s while a ReadRequest was answered "
+                f"({answer.status}): {DB_LEDGER_STORAGE_ISSUE}")
+            return
+        # The listing came (perhaps late, with the read's answer still to come: _answer drops that one).
+        self.lists = True
+        self._answer(body, in_flight, address, [ledger_id])
+
+    def _decode(self, body: bytes, address: str, pending: list[int]):
+        try:
+            return protocol.decode_any_response(body, f"bookie://{self.bookie} ({address})")
+        except PayloadError as e:
+            raise _Failure(PROTOCOL_ERROR, str(e), pending) from None
+
     async def _read_frame(self, reader: asyncio.StreamReader, address: str) -> bytes:
         (size,) = protocol.FRAME_LENGTH.unpack(await reader.readexactly(protocol.FRAME_LENGTH.size))
         if not 0 <= size <= protocol.DEFAULT_MAX_FRAME:
@@ -158,10 +251,12 @@ class _BookieRun:
     def _answer(self, body: bytes, in_flight: dict[int, tuple[int, float]], address: str,
                 pending: list[int]) -> None:
         source = f"bookie://{self.bookie} ({address})"
-        try:
-            answer = protocol.decode_response(body, source)
-        except PayloadError as e:
-            raise _Failure(PROTOCOL_ERROR, str(e), pending) from None
+        answer = self._decode(body, address, pending)
+        if isinstance(answer, protocol.ReadEntryAnswer):
+            if answer.txn_id == self.probe_read_txn:
+                return  # the capability probe's read, answered after the listing: nothing to store
+            raise _Failure(PROTOCOL_ERROR, f"{source}: a read answer (txnId {answer.txn_id}) nobody asked for",
+                           pending)
         if answer.txn_id not in in_flight:
             raise _Failure(PROTOCOL_ERROR, f"{source}: answer with unknown txnId {answer.txn_id}", pending)
         ledger_id, _ = in_flight.pop(answer.txn_id)
@@ -201,13 +296,14 @@ def _id_sample(ids: list[int], n: int = 5) -> str:
 async def collect_entries_of_ledgers_async(ledgers_by_bookie: Mapping[str, Iterable[int]], sink: RawSink, *,
                                            addresses: Mapping[str, str] | None = None,
                                            config: BookieClientConfig = BookieClientConfig(),
-                                           cluster: str = "") -> CollectionReport:
+                                           cluster: str = "",
+                                           probe_unsupported: ProbeUnsupported | None = None) -> CollectionReport:
     report = CollectionReport(SYSTEM, cluster)
     limit = asyncio.Semaphore(config.max_concurrent_bookies)
 
     async def one(bookie: str, ledger_ids: Iterable[int]) -> None:
         async with limit:
-            await _BookieRun(bookie, ledger_ids, addresses, sink, report, config).run()
+            await _BookieRun(bookie, ledger_ids, addresses, sink, report, config, probe_unsupported).run()
 
     report.count("bookies_asked", len(ledgers_by_bookie))
     await asyncio.gather(*(one(b, ids) for b, ids in sorted(ledgers_by_bookie.items())))
@@ -217,7 +313,10 @@ async def collect_entries_of_ledgers_async(ledgers_by_bookie: Mapping[str, Itera
 def collect_entries_of_ledgers(ledgers_by_bookie: Mapping[str, Iterable[int]], sink: RawSink, *,
                                addresses: Mapping[str, str] | None = None,
                                config: BookieClientConfig = BookieClientConfig(),
-                               cluster: str = "") -> CollectionReport:
-    """Ask every bookie about its ledgers ({bookie id: ledger ids}); stores answers and errors in `sink`."""
+                               cluster: str = "",
+                               probe_unsupported: ProbeUnsupported | None = None) -> CollectionReport:
+    """Ask every bookie about its ledgers ({bookie id: ledger ids}); stores answers and errors in `sink`.
+    Ledgers of a bookie that does not serve the listing go to `probe_unsupported` (module docstring)."""
     return asyncio.run(collect_entries_of_ledgers_async(ledgers_by_bookie, sink, addresses=addresses,
-                                                        config=config, cluster=cluster))
+                                                        config=config, cluster=cluster,
+                                                        probe_unsupported=probe_unsupported))

@@ -1,9 +1,10 @@
-"""BookKeeperCollector: ledger metadata from ZooKeeper, then each ensemble bookie's entry list.
+"""BookKeeperCollector: ledger metadata from ZooKeeper (or, for source "admin_http", from a bookie's admin HTTP
+API), then each ensemble bookie's entry list.
 
-Takes a validated audit.config.bookkeeper.BookKeeperCluster with source "zookeeper" (the estate's
-systems.bookkeeper[] entry, docs/estate.md: zookeeper.hosts / ledgers_root / digest_auth, bookie_addresses,
-racks, timeouts, bookie_window). The configuration is validated once, by that model; a mapping of the same keys
-(source may be left out) is read through the same model.
+Takes a validated audit.config.bookkeeper.BookKeeperCluster with source "zookeeper" or "admin_http" (the estate's
+systems.bookkeeper[] entry, docs/estate.md: zookeeper.hosts / ledgers_root / digest_auth, admin_http.url,
+bookie_addresses, racks, timeouts, bookie_window). The configuration is validated once, by that model; a mapping
+of the same keys (source may be left out) is read through the same model.
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from collections import defaultdict
 from typing import Any, Mapping
 
 from audit.collectors.base import CollectionReport, Collector, CoverageGap, RawSink
-from audit.collectors.bookkeeper import zk_metadata
+from audit.collectors.bookkeeper import admin_http, zk_metadata
+from audit.collectors.bookkeeper import read_probe
 from audit.collectors.bookkeeper.bookie_client import BookieClientConfig, collect_entries_of_ledgers
 from audit.config.bookkeeper import BookKeeperCluster
 from audit.config.secrets import SecretResolver
@@ -41,6 +43,10 @@ class BookKeeperClusterSettings:
     racks: Mapping[str, str]
     zk_timeout_s: float
     bookie: BookieClientConfig
+    source: str = "zookeeper"  # or "admin_http": where the ledger metadata comes from
+    read_probe: read_probe.ReadProbeConfig = read_probe.ReadProbeConfig()  # bookies without the entry list
+    location_index: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)  # bookie -> dirs
+    admin_url: str | None = None  # admin_http.url
 
 
 def _validated(cfg: Any) -> BookKeeperCluster:
@@ -61,15 +67,33 @@ def _validated(cfg: Any) -> BookKeeperCluster:
 
 def parse_cluster(cfg: Any) -> BookKeeperClusterSettings:
     c = _validated(cfg)
-    if c.source != "zookeeper":
-        raise ClusterConfigError(c.name, "source", "'zookeeper' (lab clusters are simulated, not collected)",
-                                 c.source)
+    if c.source not in ("zookeeper", "admin_http"):
+        raise ClusterConfigError(c.name, "source",
+                                 "'zookeeper' or 'admin_http' (lab clusters are simulated, not collected)", c.source)
     zk, t = c.zookeeper, c.timeouts
+    if c.source == "admin_http":  # the metadata comes from the bookie's HTTP server; ZooKeeper is not read
+        zk_hosts, ledgers_root, digest_auth = "", "", None
+    else:
+        zk_hosts, ledgers_root, digest_auth = zk.hosts, zk.ledgers_root, zk.digest_auth
     return BookKeeperClusterSettings(
-        name=c.name, zk_hosts=zk.hosts, ledgers_root=zk.ledgers_root, zk_digest_auth=zk.digest_auth,
+        source=c.source, admin_url=c.admin_http.url if c.source == "admin_http" else None,
+        name=c.name, zk_hosts=zk_hosts, ledgers_root=ledgers_root, zk_digest_auth=digest_auth,
         bookie_addresses=dict(c.bookie_addresses), racks=dict(c.racks), zk_timeout_s=float(t.request_s),
         bookie=BookieClientConfig(connect_timeout_s=float(t.connect_s), request_timeout_s=float(t.request_s),
-                                  window=c.bookie_window))
+                                  window=c.bookie_window, list_probe_timeout_s=float(c.list_probe_timeout_s)),
+        read_probe=read_probe.ReadProbeConfig(connect_timeout_s=float(t.connect_s),
+                                              request_timeout_s=float(t.request_s), window=c.read_probe_window,
+                                              share_percent=c.read_probe_percent),
+        location_index=dict(c.location_index))
+
+
+def _keep_for_probes(md: Any, kept: dict[int, Any], names: dict[str, str]) -> None:
+    """Keep what read probes need of a CLOSED ledger (segments, E, Qw, lastEntryId; the audit judges only CLOSED
+    ledgers), without custom metadata and with each bookie id stored once."""
+    if md.is_closed:
+        segments = tuple(dataclasses.replace(seg, ensemble=tuple(names.setdefault(b, b) for b in seg.ensemble))
+                         for seg in md.segments)
+        kept[md.ledger_id] = dataclasses.replace(md, segments=segments, custom_metadata={})
 
 
 class BookKeeperCollector(Collector):
@@ -79,6 +103,8 @@ class BookKeeperCollector(Collector):
         s = parse_cluster(cluster_cfg)
         report = CollectionReport(self.system, s.name)
         ledgers_by_bookie: dict[str, set[int]] = defaultdict(set)
+        closed: dict[int, Any] = {}      # ledger id -> LedgerMetadata, for read probes
+        bookie_names: dict[str, str] = {}
 
         def learn_ensembles(znode: zk_metadata.LedgerZnode, redacted: bytes) -> None:
             from audit.formats.bookkeeper.ledger_metadata import decode_znode
@@ -91,6 +117,7 @@ class BookKeeperCollector(Collector):
                 report.gap(source, "ledger ensembles (metadata stored, bookies not asked)", str(e))
                 return
             report.count("ledgers_decoded")
+            _keep_for_probes(md, closed, bookie_names)
             for seg in md.segments:
                 for bookie in seg.ensemble:
                     ledgers_by_bookie[bookie].add(znode.ledger_id)
@@ -101,13 +128,42 @@ class BookKeeperCollector(Collector):
             auth_data = [("digest", secrets.resolve(s.zk_digest_auth))]
         if s.racks:
             sink.put(RACKS_KEY, json.dumps(dict(s.racks), indent=2, sort_keys=True).encode())
-        zk_report, _ = zk_metadata.collect_ledger_metadata(
-            s.zk_hosts, s.ledgers_root, sink, s.zk_timeout_s, cluster=s.name, auth_data=auth_data,
-            on_ledger=learn_ensembles)
-        report.merge(zk_report)
+        if s.source == "admin_http":
+            def learn_admin_ensembles(md: Any) -> None:  # already decoded (and redacted) by admin_http
+                report.count("ledgers_decoded")
+                _keep_for_probes(md, closed, bookie_names)
+                for seg in md.segments:
+                    for bookie in seg.ensemble:
+                        ledgers_by_bookie[bookie].add(md.ledger_id)
+
+            report.merge(admin_http.collect_ledger_metadata_http(
+                s.admin_url, sink, connect_timeout_s=s.bookie.connect_timeout_s,
+                request_timeout_s=s.bookie.request_timeout_s, cluster=s.name, on_ledger=learn_admin_ensembles))
+        else:
+            zk_report, _ = zk_metadata.collect_ledger_metadata(
+                s.zk_hosts, s.ledgers_root, sink, s.zk_timeout_s, cluster=s.name, auth_data=auth_data,
+                on_ledger=learn_ensembles)
+            report.merge(zk_report)
+        # Bookies whose locations index is read on this host are not asked (location_index.py).
+        for bookie, ledger_dirs in sorted(s.location_index.items()):
+            ledgers_by_bookie.pop(bookie, None)
+            report.merge(_read_location_index(bookie, ledger_dirs, sink, s.name))
+
+        async def probe_unsupported(bookie: str, ledger_ids: list[int], reason: str) -> CollectionReport:
+            return await read_probe.probe_bookie_async(bookie, ledger_ids, closed, sink, config=s.read_probe,
+                                                       addresses=s.bookie_addresses, cluster=s.name, reason=reason)
+
         report.merge(collect_entries_of_ledgers(ledgers_by_bookie, sink, addresses=s.bookie_addresses,
-                                                config=s.bookie, cluster=s.name))
+                                                config=s.bookie, cluster=s.name, probe_unsupported=probe_unsupported))
         # Error texts come from remote systems and exceptions: scrub every resolved secret before storing.
         report.gaps = [CoverageGap(secrets.redact(g.source), g.what, secrets.redact(g.error)) for g in report.gaps]
         sink.put(COLLECTION_KEY, report.to_json().encode())
         return report
+
+
+def _read_location_index(bookie: str, ledger_dirs, sink: RawSink, cluster: str) -> CollectionReport:
+    # The whole index (ledger_ids=None): a complete inventory, which also shows ledgers held outside ensembles.
+    # Imported here: it needs RocksDB bindings, which clusters without location_index never load.
+    from audit.collectors.bookkeeper.location_index import read_location_index
+
+    return read_location_index(bookie, list(ledger_dirs), sink, cluster=cluster)

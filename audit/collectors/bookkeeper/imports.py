@@ -8,29 +8,75 @@ from pathlib import Path
 from audit.contracts import ImportKind, ImportOption
 from audit.formats.errors import PayloadError
 
-BOOKIE = ImportOption("bookie", "bookie id, for entries-of-ledger (else a folder laid out as <bookieId>/<ledgerId>.pb)")
+PER_BOOKIE = {"entries-of-ledger": "<ledgerId>.pb", "read-probes": "<ledgerId>.json + bookie.json"}
+BOOKIE = ImportOption("bookie", "bookie id, for entries-of-ledger, read-probes and location-index (else a folder laid "
+                                "out as <bookieId>/<files>)")
 
 
 def _store(kind: str, redact=None):
     def store(put, cluster: str, files: list[tuple[Path, str]], options: dict) -> dict:
         bookie = options.get("bookie")
-        if kind == "entries-of-ledger" and not bookie and any("/" not in rel for _, rel in files):
-            raise ValueError("import --kind entries-of-ledger: give --bookie (the bookie that answered), or a folder "
-                             "laid out as <bookieId>/<ledgerId>.pb")
+        if kind in PER_BOOKIE and not bookie and any("/" not in rel for _, rel in files):
+            raise ValueError(f"import --kind {kind}: give --bookie (the bookie that answered), or a folder "
+                             f"laid out as <bookieId>/{PER_BOOKIE[kind]}")
         stored, rejected = [], []
         for path, rel in files:
             data = path.read_bytes()
-            if redact is not None:
+            if kind == "ledger-metadata" and rel.endswith(STAT_SUFFIX):
+                # the znode's Stat beside it (collected with it): no password, but it must be a Stat
+                problem = _stat_problem(data)
+                if problem:
+                    rejected.append({"file": str(path), "reason": f"{path}: {problem}"})
+                    continue
+            elif redact is not None:
                 try:
                     data = redact(data, str(path))
                 except PayloadError as exc:
                     rejected.append({"file": str(path), "reason": str(exc)})
                     continue
-            key = f"{kind}/" + (f"{bookie}/{rel}" if kind == "entries-of-ledger" and bookie else rel)
+            key = f"{kind}/" + (f"{bookie}/{rel}" if kind in PER_BOOKIE and bookie else rel)
             put(key, data)
             stored.append(key)
         return {"stored": stored, "rejected": rejected}
     return store
+
+
+STAT_SUFFIX = ".stat.json"
+STAT_FIELDS = ("czxid", "mzxid", "ctime", "mtime", "version", "cversion", "aversion", "ephemeralOwner",
+               "dataLength", "numChildren", "pzxid")
+
+
+def _stat_problem(data: bytes) -> str | None:
+    import json
+
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        return f"expected a ZooKeeper Stat as JSON, got invalid JSON ({exc})"
+    missing = [k for k in STAT_FIELDS if not isinstance(doc, dict) or not isinstance(doc.get(k), int)]
+    return f"field {missing[0]}: expected an integer (a ZooKeeper Stat)" if missing else None
+
+
+def _store_location_index(put, cluster: str, files: list[tuple[Path, str]], options: dict) -> dict:
+    """The folder `python -m audit.collectors.bookkeeper.location_index --out F` wrote: F itself, F/location-index
+    (<bookieId>/<ledgerId>.avail + inventory.json), or one bookie's files with --bookie."""
+    bookie = options.get("bookie")
+    stored, rejected = [], []
+    for path, rel in files:
+        parts = rel.split("/")
+        if parts[0] == "location-index":
+            parts = parts[1:]
+        if bookie and len(parts) == 1:
+            parts = [bookie, *parts]
+        name = parts[-1]
+        if len(parts) != 2 or not (name == "inventory.json" or (name.endswith(".avail") and name[:-6].isdigit())):
+            rejected.append({"file": str(path), "reason": "expected <bookieId>/<ledgerId>.avail or "
+                             "<bookieId>/inventory.json (give --bookie for one bookie's files)"})
+            continue
+        key = "location-index/" + "/".join(parts)
+        put(key, path.read_bytes())
+        stored.append(key)
+    return {"stored": stored, "rejected": rejected}
 
 
 def _redact_znode(data: bytes, name: str) -> bytes:
@@ -51,5 +97,10 @@ KINDS = {
     "ledger-metadata-http": ImportKind("the admin HTTP /api/v1/ledger/metadata JSON",
                                        _store("ledger-metadata-http", _redact_admin_json)),
     "entries-of-ledger": ImportKind("GetListOfEntriesOfLedger responses", _store("entries-of-ledger"), (BOOKIE,)),
+    "read-probes": ImportKind("read probes of a bookie that does not list its entries (the collector's "
+                              "read-probes/<bookieId>/ folder)", _store("read-probes"), (BOOKIE,)),
     "bookies": ImportKind("bookie lists (available, readonly, cookies)", _store("bookies")),
+    "location-index": ImportKind("a DbLedgerStorage bookie's entry-location index, read on its host by "
+                                 "python -m audit.collectors.bookkeeper.location_index", _store_location_index,
+                                 (BOOKIE,)),
 }

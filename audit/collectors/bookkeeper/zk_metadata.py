@@ -8,6 +8,11 @@ flight, because one round trip per znode would cap a 1 ms network at 1,000 ledge
 per multiRead request (audit.collectors.zkread), because kazoo's per-request overhead alone caps single reads
 near 2,000/s; servers older than ZooKeeper 3.6 get one getData per znode.
 
+Beside each stored value, `<path>.stat.json` keeps the znode's ZooKeeper Stat (czxid ... pzxid, ctime/mtime in ms):
+BookKeeper stores a ledger's creation time in the metadata only when the client set
+storeSystemTimeAsLedgerCreationTime, and otherwise reads it from the znode's ctime (AbstractZkLedgerManager hands
+stat.getCtime() to LedgerMetadataSerDe), so the Stat is part of the evidence. It holds no data, hence no secret.
+
 Every value is stored only after `redact_password` succeeded: an undecodable znode may hold a password in a
 shape the redactor does not know, so it is not stored and becomes a CoverageGap instead.
 """
@@ -28,6 +33,7 @@ DEFAULT_LEDGERS_ROOT = "/ledgers"
 DEFAULT_WINDOW = 1000  # znodes in flight
 DEFAULT_BATCH = 100    # znodes per multiRead; 1 = one getData per znode
 LEDGER_METADATA_PREFIX = "ledger-metadata/"
+STAT_SUFFIX = ".stat.json"
 BOOKIES_KEY = "bookies/available.json"
 WHAT_METADATA = "ledger metadata"
 WHAT_BOOKIES = "bookie registrations"
@@ -142,7 +148,8 @@ class _Walk:
                 if isinstance(value, Exception):
                     self._failed(task, value)
                 else:
-                    self._store(task[1], value or b"")
+                    data, stat = value
+                    self._store(task[1], data or b"", stat)
             return
         err = result.exception if not result.successful() else MultiReadFormatError(
             "results", f"{len(tasks)} results", len(result.value))
@@ -162,7 +169,8 @@ class _Walk:
         elif task[0] == "children":
             self._expand(task[1], task[2], result.value)
         else:
-            self._store(task[1], result.value[0] or b"")
+            data, stat = result.value
+            self._store(task[1], data or b"", stat)
 
     def _failed(self, task: tuple, err: BaseException) -> None:
         from kazoo.exceptions import NoNodeError
@@ -196,7 +204,7 @@ class _Walk:
             else:
                 self.dir_tasks.append(("children", child, ck, 1))
 
-    def _store(self, rel: str, data: bytes) -> None:
+    def _store(self, rel: str, data: bytes, stat: Any) -> None:
         source = self.source(rel)
         ledger_id = self._lm.ledger_id_from_znode_path(rel)
         if ledger_id is None:  # child_kind and the formats module disagree: a bug, but do not lose the ledger
@@ -209,6 +217,7 @@ class _Walk:
             self.report.gap(source, WHAT_METADATA, f"not stored, password redaction impossible: {e}")
             return
         self.sink.put(LEDGER_METADATA_PREFIX + rel, redacted)
+        self.sink.put(LEDGER_METADATA_PREFIX + rel + STAT_SUFFIX, stat_json(stat))
         self.report.count("ledger_znodes_stored")
         ledger = LedgerZnode(ledger_id, rel)
         self.ledgers.append(ledger)
@@ -221,6 +230,11 @@ class _Walk:
         for op, rel, _, _ in [*in_requests, *self.data_tasks, *self.dir_tasks]:
             self.report.count("znode_read_errors")
             self.report.gap(self.source(rel), WHAT_METADATA, f"{why} ({'listing' if op == 'children' else 'read'})")
+
+
+def stat_json(stat: Any) -> bytes:
+    """A kazoo ZnodeStat as the JSON object of the raw key `<path>.stat.json`: ZooKeeper's field names, ints."""
+    return json.dumps({name: int(value) for name, value in stat._asdict().items()}).encode()
 
 
 def _is_transient(err: BaseException) -> bool:
@@ -281,7 +295,8 @@ def collect_ledger_metadata(zk_hosts: str, ledgers_root: str, sink: RawSink, tim
                             auth_data: list[tuple[str, str]] | None = None,
                             on_ledger: Callable[[LedgerZnode, bytes], None] | None = None,
                             ) -> tuple[CollectionReport, list[LedgerZnode]]:
-    """Store every ledger znode (redacted) under `ledger-metadata/<path>` and the bookie lists under
+    """Store every ledger znode (redacted) under `ledger-metadata/<path>`, its Stat under
+    `ledger-metadata/<path>.stat.json`, and the bookie lists under
     `bookies/available.json`. -> (report, ledger znodes sorted by id). `client`: an already started kazoo
     client to use (left open); otherwise one is opened on `zk_hosts` (with `auth_data`) and closed. `on_ledger(znode,
     redacted_bytes)` is called for each stored ledger, e.g. to decode ensembles without re-reading."""

@@ -18,8 +18,9 @@ CHECKS: Mapping[str, Check] = {
     "bk.entries_below_write_quorum": Check(
         "minor", "entries with at least Qa but fewer than Qw replicas: under-replicated"),
     "bk.entries_outside_ensemble": Check(
-        "major", "a bookie holds entries the metadata places on other bookies: the metadata may name the wrong "
-                 "ensemble (apache/bookkeeper#4651)"),
+        "major", "entries a write-set bookie the metadata lists lacks while a bookie not listed for them holds them: "
+                 "the metadata may name the wrong ensemble (apache/bookkeeper#4651); other entries held outside the "
+                 "ensemble are information (findings/bk_outside_ensemble)"),
     "bk.metadata_invariant": Check(
         "major", "ledger metadata BookKeeper itself would refuse to load (state and lastEntryId, Qa <= Qw <= E, "
                  "ensemble keys and sizes, duplicate bookies)"),
@@ -30,7 +31,8 @@ CHECKS: Mapping[str, Check] = {
     "bk.placement_violation": Check(
         "minor", "a write set spans fewer racks than min_racks_per_write_quorum"),
     "bk.ledger_open_too_long": Check(
-        "warning", "a ledger has been OPEN or IN_RECOVERY for longer than open_ledger_max_age"),
+        "warning", "a ledger has been OPEN or IN_RECOVERY for longer than open_ledger_max_age (by its effective "
+                   "creation time; unknown: not judged)"),
 }
 
 # What the GX suites check of the audit's own output tables. Never a finding: a failure means the audit wrote

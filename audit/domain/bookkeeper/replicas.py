@@ -4,7 +4,12 @@ Per segment the range [first, last] is cut at every bound of every ensemble book
 one such piece each bookie holds nothing, everything or a periodic pattern, so the number of missing
 replicas m(e) is periodic with L = lcm(E, periods): one window of L entries is evaluated and
 multiplied, plus the remainder. Only a pathological L falls back to evaluating the piece in chunks.
-A piece where every bookie holds exactly its stripe is skipped without any evaluation."""
+A piece where every bookie holds exactly its stripe is skipped without any evaluation.
+
+Entries a bookie holds outside the ensemble the metadata assigns are counted as information. Only where such an
+entry is also lacked by a write-set bookie the metadata lists (m(e) > 0: apache/bookkeeper#4651's shape) is it
+a finding; bookies outside the segment's ensemble join the windows for that, and only in segments where some
+bookie does not hold exactly its stripe."""
 from __future__ import annotations
 
 import math
@@ -13,35 +18,62 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from audit.domain.bookkeeper.evidence import ENTRIES_OF_LEDGER, LOCATION_INDEX, READ_PROBE, probe_holdings
 from audit.domain.bookkeeper.model import CLOSED, LedgerMetadata, SequenceGroup
 from audit.domain.bookkeeper.striping import (HeldSet, Holding, count_expected, count_holding_expected,
                                               holdings_from_groups)
 
 OK, NO_SUCH_LEDGER, UNAVAILABLE = "ok", "no_such_ledger", "unavailable"
 NO_ANSWER = "no answer collected"
+UNMAPPABLE_PROBES = "read probes of a bookie listed twice in one ensemble: holdings not judged"
 DEFAULT_MAX_RANGES = 1000
 WINDOW_MAX = 1 << 16  # entries evaluated at once; bounds memory when L is huge
 
 
 @dataclass(frozen=True)
 class BookieAnswer:
-    """One bookie's GetListOfEntriesOfLedger outcome."""
+    """What one bookie's evidence says of one ledger: a GetListOfEntriesOfLedger answer, its location index
+    (same shape: groups), or read probes (`absent`: the probed entries it answered it does not have; it is
+    taken to hold every other entry the metadata places on it -- audit.domain.bookkeeper.evidence)."""
 
     status: str
     groups: tuple[SequenceGroup, ...] = ()
     error: str | None = None
+    evidence: str = ENTRIES_OF_LEDGER
+    share_percent: int | None = None          # read probes only
+    probed: int | None = None                 # read probes only
+    absent: tuple[int, ...] = ()              # read probes only
 
     @classmethod
-    def ok(cls, groups: Sequence[SequenceGroup]) -> "BookieAnswer":
-        return cls(OK, tuple(groups))
+    def ok(cls, groups: Sequence[SequenceGroup], evidence: str = ENTRIES_OF_LEDGER) -> "BookieAnswer":
+        return cls(OK, tuple(groups), evidence=evidence)
 
     @classmethod
-    def no_such_ledger(cls) -> "BookieAnswer":
-        return cls(NO_SUCH_LEDGER)
+    def read_probes(cls, share_percent: int, probed: int, absent: Sequence[int] = ()) -> "BookieAnswer":
+        return cls(OK, (), None, READ_PROBE, share_percent, probed, tuple(sorted(set(absent))))
 
     @classmethod
-    def unavailable(cls, error: str) -> "BookieAnswer":
-        return cls(UNAVAILABLE, (), error)
+    def no_such_ledger(cls, evidence: str = ENTRIES_OF_LEDGER) -> "BookieAnswer":
+        return cls(NO_SUCH_LEDGER, evidence=evidence)
+
+    @classmethod
+    def unavailable(cls, error: str, evidence: str = ENTRIES_OF_LEDGER) -> "BookieAnswer":
+        return cls(UNAVAILABLE, (), error, evidence)
+
+    @property
+    def is_probe(self) -> bool:
+        return self.evidence == READ_PROBE and self.status == OK
+
+
+# When one bookie has several answers for a ledger (a list answer and its location index, say), a decisive one
+# wins over a gap, and the most direct evidence over a sampled one.
+_EVIDENCE_RANK = {LOCATION_INDEX: 0, ENTRIES_OF_LEDGER: 1, READ_PROBE: 2}
+
+
+def better_answer(a: BookieAnswer, b: BookieAnswer) -> BookieAnswer:
+    def rank(x: BookieAnswer) -> tuple[int, int]:
+        return (x.status not in (OK, NO_SUCH_LEDGER), _EVIDENCE_RANK.get(x.evidence, 3))
+    return b if rank(b) < rank(a) else a
 
 
 Ranges = tuple[tuple[int, int], ...]
@@ -63,7 +95,12 @@ class MissingFragment:
 
 @dataclass(frozen=True)
 class OutsideEnsemble:
-    """Entries of one segment that a bookie holds although the metadata does not place them on it."""
+    """Entries of one segment that a bookie holds although the metadata does not place them on it.
+
+    In `LedgerVerdict.outside_ensemble` that is information: normal after an ensemble change (a slow bookie
+    persisted an add the client re-sent elsewhere) and after re-replication (a bookie comes back). In
+    `LedgerVerdict.wrong_ensemble` only the entries a write-set bookie the metadata lists LACKS: the shape of
+    apache/bookkeeper#4651, where the metadata names the wrong ensemble."""
 
     segment_first_entry_id: int
     segment_last_entry_id: int
@@ -88,6 +125,8 @@ class LedgerVerdict:
     unavailable_bookies: tuple[tuple[str, str], ...] = ()   # (bookie, error): a coverage gap
     fragments: tuple[MissingFragment, ...] = ()
     outside_ensemble: tuple[OutsideEnsemble, ...] = ()
+    wrong_ensemble: tuple[OutsideEnsemble, ...] = ()
+    wrong_ensemble_entries: int = 0           # entries lacked by a listed write-set bookie, held by another
 
 
 def _not_audited(md: LedgerMetadata, reason: str) -> LedgerVerdict:
@@ -122,13 +161,19 @@ def audit_ledger(md: LedgerMetadata, availability: Mapping[str, BookieAnswer],
     if _all_exact(md, availability):
         return LedgerVerdict(md.ledger_id, md.state, True, None, md.last_entry_id + 1, md.write_quorum_size)
     held: dict[str, HeldSet] = {}
+    unavailable: dict[str, str] = {}
     for bookie, answer in availability.items():
-        if answer.status == OK:
+        if answer.is_probe:
+            holdings = probe_holdings(md, bookie, answer.absent)
+            if holdings is None:
+                unavailable[bookie] = UNMAPPABLE_PROBES
+            else:
+                held[bookie] = HeldSet(holdings)
+        elif answer.status == OK:
             held[bookie] = HeldSet(holdings_from_groups(answer.groups))
         elif answer.status == NO_SUCH_LEDGER:
             held[bookie] = HeldSet([])  # the bookie has no trace of the ledger: it holds nothing
     acc = _LedgerAcc()
-    unavailable: dict[str, str] = {}
     for seg, first, last in md.segment_bounds():
         first = max(first, 0)
         if last < first:
@@ -141,7 +186,8 @@ def audit_ledger(md: LedgerMetadata, availability: Mapping[str, BookieAnswer],
     return LedgerVerdict(
         md.ledger_id, md.state, True, None, md.last_entry_id + 1,
         md.write_quorum_size - acc.max_missing, acc.lost, acc.below_ack, acc.below_write,
-        tuple(sorted(unavailable.items())), tuple(acc.fragments), tuple(acc.outside))
+        tuple(sorted(unavailable.items())), tuple(acc.fragments), tuple(acc.outside), tuple(acc.wrong),
+        acc.wrong_entries)
 
 
 def _all_exact(md: LedgerMetadata, availability: Mapping[str, BookieAnswer]) -> bool:
@@ -171,6 +217,10 @@ def _all_exact(md: LedgerMetadata, availability: Mapping[str, BookieAnswer]) -> 
     for b, answer in availability.items():
         if answer.status != OK:
             continue
+        if answer.is_probe:
+            if answer.absent:
+                return False
+            continue        # holds every expected entry, and probes never see entries outside its stripe
         zs = zones.get(b, ())
         have, prev_end = 0, -1
         for g in answer.groups:
@@ -199,6 +249,8 @@ class _LedgerAcc:
         self.lost = self.below_ack = self.below_write = 0
         self.fragments: list[MissingFragment] = []
         self.outside: list[OutsideEnsemble] = []
+        self.wrong: list[OutsideEnsemble] = []
+        self.wrong_entries = 0
 
 
 class _RangeAcc:
@@ -241,6 +293,10 @@ class _SegmentAudit:
         self.max_ranges = max_ranges
         self.missing: dict[int, _RangeAcc] = {}   # made on first use: most segments have nothing to report
         self.strays: dict[str, _RangeAcc] = {}
+        self.wrong: dict[str, _RangeAcc] = {}
+        # Answering bookies this ensemble does not name that hold entries of the segment: information, and
+        # evaluated with the others only where some entry may lack a replica (#4651's shape).
+        self.foreign = [bk for bk in held if bk not in self.indices and held[bk].count(first, last)]
 
     def _missing_acc(self, i: int) -> _RangeAcc:
         r = self.missing.get(i)
@@ -249,11 +305,12 @@ class _SegmentAudit:
             r = self.missing[i] = _RangeAcc(lambda lo, hi: count_expected(i, lo, hi, E, Qw) == 0, self.max_ranges)
         return r
 
-    def _stray_acc(self, bookie: str) -> _RangeAcc:
-        r = self.strays.get(bookie)
+    def _stray_acc(self, bookie: str, accs: dict | None = None) -> _RangeAcc:
+        accs = self.strays if accs is None else accs
+        r = accs.get(bookie)
         if r is None:
             h = self.held[bookie]
-            r = self.strays[bookie] = _RangeAcc(lambda lo, hi: h.count(lo, hi) == 0, self.max_ranges)
+            r = accs[bookie] = _RangeAcc(lambda lo, hi: h.count(lo, hi) == 0, self.max_ranges)
         return r
 
     # -- driver
@@ -290,7 +347,7 @@ class _SegmentAudit:
         if not self.active_bookies:
             self._finish()
             return
-        overlapping = {bk: self.held[bk].overlapping(a, b) for bk in self.active_bookies}
+        overlapping = {bk: self.held[bk].overlapping(a, b) for bk in self.active_bookies + self.foreign}
         cuts = {a, b + 1}
         for hs in overlapping.values():
             for h in hs:
@@ -317,6 +374,10 @@ class _SegmentAudit:
         for bk, r in sorted(self.strays.items(), key=lambda kv: self.answered.index(kv[0])):
             if r.count:
                 acc.outside.append(OutsideEnsemble(*seg, bk, r.count, r.as_tuple(), r.truncated))
+        order = list(self.held)
+        for bk, r in sorted(self.wrong.items(), key=lambda kv: order.index(kv[0])):
+            if r.count:
+                acc.wrong.append(OutsideEnsemble(*seg, bk, r.count, r.as_tuple(), r.truncated))
         for bk, hs in self.held.items():
             if bk in self.indices:
                 continue
@@ -378,7 +439,12 @@ class _SegmentAudit:
                 r = self._missing_acc(i)
                 r.count += _count(miss, reps, rem)
                 _add_ranges(r, x, w, reps, rem, expected[i], miss)
+        held_outside = []
         for bk, hv in holds.items():
+            if bk not in self.indices:
+                if hv.any():
+                    held_outside.append((bk, hv, hv))   # counted whole in _finish
+                continue
             exp_union = np.zeros(w, dtype=bool)
             for i in self.indices[bk]:
                 exp_union |= expected[i]
@@ -387,11 +453,30 @@ class _SegmentAudit:
                 r = self._stray_acc(bk)
                 r.count += _count(stray, reps, rem)
                 _add_ranges(r, x, w, reps, rem, hv, stray)
+                held_outside.append((bk, hv, stray))
+        if held_outside:
+            self._wrong_ensemble(x, w, reps, rem, m > 0, held_outside)
         acc = self.acc
         acc.max_missing = max(acc.max_missing, int(m.max()))
         acc.lost += _count(m >= Qw, reps, rem)
         acc.below_ack += _count(Qw - m < self.Qa, reps, rem)
         acc.below_write += _count(m > 0, reps, rem)
+
+
+    def _wrong_ensemble(self, x: int, w: int, reps: int, rem: int, short: np.ndarray, held_outside: list) -> None:
+        """apache/bookkeeper#4651's shape: entries a listed write-set bookie lacks (m > 0) while a bookie the
+        metadata does not list for them holds them. Per holder for the evidence, each entry once in total."""
+        if not short.any():
+            return
+        anywhere = np.zeros(w, dtype=bool)
+        for bk, hv, outside in held_outside:
+            wrong = outside & short
+            if wrong.any():
+                anywhere |= wrong
+                r = self._stray_acc(bk, self.wrong)
+                r.count += _count(wrong, reps, rem)
+                _add_ranges(r, x, w, reps, rem, hv, wrong)
+        self.acc.wrong_entries += _count(anywhere, reps, rem)
 
 
 def _count(flags: np.ndarray, reps: int, rem: int) -> int:

@@ -1,10 +1,16 @@
-"""Bookie protocol v3 framing for GetListOfEntriesOfLedger (BP-34).
+"""Bookie protocol v3 framing for GetListOfEntriesOfLedger (BP-34) and plain entry reads (READ_ENTRY).
 
 On the wire every v3 message is a 4-byte big-endian length followed by exactly that many bytes of
 a `Request`/`Response` protobuf -- no other header (BookieProtoEncoding.serializeProtobuf; the
 Netty pipeline strips the length with a LengthFieldBasedFrameDecoder). The bookie answers with a
-header echoing our txnId, the overall status, and a GetListOfEntriesOfLedgerResponse whose
-availabilityOfEntriesOfLedger bytes are decoded by availability.py."""
+header echoing our txnId, the overall status, and the operation's response: a
+GetListOfEntriesOfLedgerResponse whose availabilityOfEntriesOfLedger bytes are decoded by
+availability.py, or a ReadResponse (status, ledgerId, entryId, body). Answers to both operations may
+share a connection: decode_any_response dispatches on header.operation.
+
+Reads are sent the way LedgerChecker sends them (FLAG_NONE): no fencing flag, no masterKey, priority 0,
+so they go to the bookie's ordinary read thread pool and never fence a ledger (ReadEntryProcessorV3).
+Entry bodies are never kept: an answer records status and ids only."""
 from __future__ import annotations
 
 import struct
@@ -37,6 +43,23 @@ class EntriesOfLedgerRequest:
     txn_id: int
 
 
+@dataclass(frozen=True)
+class ReadEntryAnswer:
+    status: str                 # ReadResponse status: "EOK", "ENOENTRY", "ENOLEDGER", "EIO", ...
+    ledger_id: int | None       # None only when the bookie did not include a ReadResponse (EBADREQ)
+    entry_id: int | None
+    txn_id: int
+
+
+@dataclass(frozen=True)
+class ReadEntryRequest:
+    ledger_id: int
+    entry_id: int
+    txn_id: int
+    fence: bool                 # FENCE_LEDGER flag set (the audit never sends it)
+    has_master_key: bool
+
+
 def frame(body: bytes) -> bytes:
     return FRAME_LENGTH.pack(len(body)) + body
 
@@ -63,6 +86,8 @@ def _parse(cls, body: bytes, source: str):
         msg.MergeFromString(body)
     except DecodeError as e:
         raise PayloadError(source, cls.DESCRIPTOR.name, "a bookie protocol v3 protobuf", str(e)) from None
+    if msg.IsInitialized():  # the cheap check first: read probes decode many small answers
+        return msg
     missing = msg.FindInitializationErrors()
     if missing:
         raise PayloadError(source, f"{cls.DESCRIPTOR.name}.{missing[0]}",
@@ -70,18 +95,39 @@ def _parse(cls, body: bytes, source: str):
     return msg
 
 
-def _check_operation(msg, message: str, source: str) -> None:
-    if msg.header.operation != pb.GET_LIST_OF_ENTRIES_OF_LEDGER:
-        raise PayloadError(source, f"{message}.header.operation", "GET_LIST_OF_ENTRIES_OF_LEDGER",
+def _check_operation(msg, message: str, source: str, expected: int = pb.GET_LIST_OF_ENTRIES_OF_LEDGER) -> None:
+    if msg.header.operation != expected:
+        raise PayloadError(source, f"{message}.header.operation", pb.OperationType.Name(expected),
                            pb.OperationType.Name(msg.header.operation))
 
 
 def decode_request(body: bytes, source: str = "request") -> EntriesOfLedgerRequest:
     req = _parse(pb.Request, body, source)
     _check_operation(req, "Request", source)
+    return _entries_of_ledger_request(req, source)
+
+
+def _entries_of_ledger_request(req, source: str) -> EntriesOfLedgerRequest:
     if not req.HasField("getListOfEntriesOfLedgerRequest"):
         raise PayloadError(source, "Request.getListOfEntriesOfLedgerRequest", "present")
     return EntriesOfLedgerRequest(req.getListOfEntriesOfLedgerRequest.ledgerId, req.header.txnId)
+
+
+def _read_entry_request(req, source: str) -> ReadEntryRequest:
+    if not req.HasField("readRequest"):
+        raise PayloadError(source, "Request.readRequest", "present")
+    r = req.readRequest
+    fence = r.HasField("flag") and r.flag == pb.ReadRequest.FENCE_LEDGER
+    return ReadEntryRequest(r.ledgerId, r.entryId, req.header.txnId, fence, r.HasField("masterKey"))
+
+
+def decode_any_request(body: bytes, source: str = "request") -> EntriesOfLedgerRequest | ReadEntryRequest:
+    """A Request of either operation (the server side of a connection carrying both)."""
+    req = _parse(pb.Request, body, source)
+    if req.header.operation == pb.READ_ENTRY:
+        return _read_entry_request(req, source)
+    _check_operation(req, "Request", source)
+    return _entries_of_ledger_request(req, source)
 
 
 def decode_response(body: bytes, source: str) -> EntriesOfLedgerAnswer:
@@ -89,6 +135,35 @@ def decode_response(body: bytes, source: str) -> EntriesOfLedgerAnswer:
     operation answers EBADREQ without an operation response: ledger_id is then None."""
     resp = _parse(pb.Response, body, source)
     _check_operation(resp, "Response", source)
+    return _entries_of_ledger_answer(resp)
+
+
+def decode_read_response(body: bytes, source: str) -> ReadEntryAnswer:
+    """Decode a READ_ENTRY Response body: status and ids; the entry body is dropped."""
+    resp = _parse(pb.Response, body, source)
+    _check_operation(resp, "Response", source, pb.READ_ENTRY)
+    return _read_entry_answer(resp)
+
+
+def decode_any_response(body: bytes, source: str) -> EntriesOfLedgerAnswer | ReadEntryAnswer:
+    """A Response of either operation, told apart by header.operation (answers to both may share a
+    connection); any other operation is a PayloadError."""
+    resp = _parse(pb.Response, body, source)
+    if resp.header.operation == pb.READ_ENTRY:
+        return _read_entry_answer(resp)
+    _check_operation(resp, "Response", source)
+    return _entries_of_ledger_answer(resp)
+
+
+def _read_entry_answer(resp) -> ReadEntryAnswer:
+    # A bookie that cannot parse the request answers EBADREQ with no ReadResponse.
+    if not resp.HasField("readResponse"):
+        return ReadEntryAnswer(pb.StatusCode.Name(resp.status), None, None, resp.header.txnId)
+    r = resp.readResponse
+    return ReadEntryAnswer(pb.StatusCode.Name(r.status), r.ledgerId, r.entryId, resp.header.txnId)
+
+
+def _entries_of_ledger_answer(resp) -> EntriesOfLedgerAnswer:
     if not resp.HasField("getListOfEntriesOfLedgerResponse"):
         return EntriesOfLedgerAnswer(pb.StatusCode.Name(resp.status), None, None, resp.header.txnId)
     inner = resp.getListOfEntriesOfLedgerResponse
@@ -110,6 +185,69 @@ def encode_response(txn_id: int, ledger_id: int, status: str, availability_bytes
     if availability_bytes is not None:
         inner.availabilityOfEntriesOfLedger = availability_bytes
     return resp.SerializeToString()
+
+
+def encode_read_request_body(ledger_id: int, entry_id: int, txn_id: int) -> bytes:
+    """A plain READ_ENTRY request: no flag, no masterKey, no previousLAC (not a long poll)."""
+    if not 0 <= txn_id <= UINT64_MAX:
+        raise ValueError(f"txn_id must fit uint64, got {txn_id}")
+    req = pb.Request()
+    req.header.version = pb.VERSION_THREE
+    req.header.operation = pb.READ_ENTRY
+    req.header.txnId = txn_id
+    req.readRequest.ledgerId = ledger_id
+    req.readRequest.entryId = entry_id
+    return req.SerializeToString()
+
+
+def encode_read_request(ledger_id: int, entry_id: int, txn_id: int) -> bytes:
+    """The framed READ_ENTRY request, ready to write to a bookie socket."""
+    return frame(encode_read_request_body(ledger_id, entry_id, txn_id))
+
+
+def encode_read_response(txn_id: int, ledger_id: int, entry_id: int, status: str, body: bytes | None = None) -> bytes:
+    """A bookie's answer to a read (unframed), as ReadEntryProcessorV3.sendResponse builds it: the overall
+    status equals the ReadResponse status; `body` only with EOK."""
+    code = pb.StatusCode.Value(status)
+    resp = pb.Response(status=code)
+    resp.header.version = pb.VERSION_THREE
+    resp.header.operation = pb.READ_ENTRY
+    resp.header.txnId = txn_id
+    r = resp.readResponse
+    r.status, r.ledgerId, r.entryId = code, ledger_id, entry_id
+    if body is not None:
+        r.body = body
+    return resp.SerializeToString()
+
+
+class FrameSplitter:
+    """Frames of a byte stream read in chunks of any size: `feed(chunk)` -> the bodies completed by it.
+    Reading big chunks instead of two exact reads per frame keeps many small answers cheap."""
+
+    def __init__(self, source: str, max_frame: int = DEFAULT_MAX_FRAME):
+        self.source, self.max_frame = source, max_frame
+        self._buf = bytearray()
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        buf = self._buf
+        buf += chunk
+        out, pos, n = [], 0, len(buf)
+        while n - pos >= FRAME_LENGTH.size:
+            (size,) = FRAME_LENGTH.unpack_from(buf, pos)
+            if not 0 <= size <= self.max_frame:
+                raise PayloadError(self.source, "frame length", f"0..{self.max_frame}", size)
+            end = pos + FRAME_LENGTH.size + size
+            if end > n:
+                break
+            out.append(bytes(buf[pos + FRAME_LENGTH.size:end]))
+            pos = end
+        del buf[:pos]
+        return out
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an incomplete frame held back."""
+        return len(self._buf)
 
 
 def split_frame(data: bytes, source: str, max_frame: int = DEFAULT_MAX_FRAME) -> tuple[bytes, bytes]:

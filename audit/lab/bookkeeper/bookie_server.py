@@ -1,6 +1,12 @@
-"""The lab's bookies on loopback: one bookie-protocol v3 listener per simulated bookie, answering
-GetListOfEntriesOfLedger from the simulation state. Unreachable lab bookies get an address nobody listens on,
-so the collector sees a refused connection, as with a dead host."""
+"""The lab's bookies on loopback: one bookie-protocol v3 listener per simulated bookie, answering from the
+simulation state. Unreachable lab bookies get an address nobody listens on, so the collector sees a refused
+connection, as with a dead host.
+
+Every bookie answers READ_ENTRY as ReadEntryProcessorV3 does for a plain read: EOK with a small deterministic
+body when it stores the entry, ENOENTRY when it knows the ledger but not the entry, ENOLEDGER when it holds
+nothing of the ledger. GetListOfEntriesOfLedger is answered by SortedLedgerStorage bookies only: a
+DbLedgerStorage bookie reads the request and sends nothing, like a real one whose read thread throws
+UnsupportedOperationException (apache/bookkeeper#2078), and keeps serving the connection."""
 from __future__ import annotations
 
 import asyncio
@@ -8,29 +14,80 @@ import contextlib
 from typing import Iterator
 
 from audit.formats.bookkeeper import protocol
+from audit.lab.bookkeeper.config import DB_LEDGER_STORAGE
 from audit.lab.loopback import LoopbackListeners, unused_loopback_port
 
+READ_CHUNK = 1 << 16
 
-async def read_request(reader: asyncio.StreamReader, source: str) -> protocol.EntriesOfLedgerRequest:
+
+async def read_request(reader: asyncio.StreamReader,
+                       source: str) -> protocol.EntriesOfLedgerRequest | protocol.ReadEntryRequest:
     """The next request frame a client sends, decoded (IncompleteReadError once it hangs up)."""
     size = protocol.FRAME_LENGTH.unpack(await reader.readexactly(4))[0]
-    return protocol.decode_request(await reader.readexactly(size), source)
+    return protocol.decode_any_request(await reader.readexactly(size), source)
+
+
+def entry_body(ledger_id: int, entry_id: int) -> bytes:
+    """What a lab bookie returns as an entry's data (the collector never keeps it)."""
+    return b"lab-entry %d/%d" % (ledger_id, entry_id)
+
+
+class LabBookie:
+    """One lab bookie's answers. The simulation is finished when it is served, so each ledger's entries are
+    looked up once and kept as a set (read probes ask many entries of the same ledgers)."""
+
+    def __init__(self, lab, bookie: str):
+        self.lab, self.bookie = lab, bookie
+        self.lists = lab.storage(bookie) != DB_LEDGER_STORAGE
+        self._held: dict[int, frozenset[int] | None] = {}
+
+    def held(self, ledger_id: int) -> frozenset[int] | None:
+        if ledger_id not in self._held:
+            entries = self.lab.entries_on(self.bookie, ledger_id)
+            self._held[ledger_id] = None if entries is None else frozenset(entries)
+        return self._held[ledger_id]
+
+    def answer(self, req) -> bytes | None:
+        """The Response body for a request, or None when the bookie stays silent."""
+        if isinstance(req, protocol.ReadEntryRequest):
+            held = self.held(req.ledger_id)
+            if held is None:
+                status = "ENOLEDGER"
+            else:
+                status = "EOK" if req.entry_id in held else "ENOENTRY"
+            body = entry_body(req.ledger_id, req.entry_id) if status == "EOK" else None
+            return protocol.encode_read_response(req.txn_id, req.ledger_id, req.entry_id, status, body)
+        if not self.lists:
+            return None
+        return self.lab.entries_of_ledger_answer(self.bookie, req.ledger_id, req.txn_id)
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # Chunked reads and one write per chunk: a read probe pipelines many small requests.
+        frames = protocol.FrameSplitter(f"lab bookie {self.bookie}")
+        while True:
+            try:
+                chunk = await reader.read(READ_CHUNK)
+            except asyncio.CancelledError:
+                # The listeners are closing while a client's hang-up is still in flight: end like a hang-up
+                # (a cancelled handler makes asyncio log a traceback per connection).
+                return
+            if not chunk:
+                return
+            out = []
+            for body in frames.feed(chunk):
+                answer = self.answer(protocol.decode_any_request(body, frames.source))
+                if answer is not None:
+                    out.append(protocol.frame(answer))
+            if out:
+                writer.write(b"".join(out))
+                await writer.drain()
 
 
 @contextlib.contextmanager
 def serve_lab_bookies(lab) -> Iterator[dict[str, str]]:
     """Yields {bookieId: "127.0.0.1:port"}; every listener is closed on exit."""
-
-    def answering(bookie: str):
-        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            while True:
-                req = await read_request(reader, f"lab bookie {bookie}")
-                writer.write(protocol.frame(lab.entries_of_ledger_answer(bookie, req.ledger_id, req.txn_id)))
-                await writer.drain()
-        return serve
-
     reachable = [b for b in lab.bookies if lab.reachable(b)]
-    with LoopbackListeners([answering(b) for b in reachable], "lab-bookies") as listeners:
+    with LoopbackListeners([LabBookie(lab, b).serve for b in reachable], "lab-bookies") as listeners:
         addresses = {b: f"127.0.0.1:{port}" for b, port in zip(reachable, listeners.ports)}
         # Nothing listens on these ports: connections are refused.
         yield {b: addresses.get(b) or f"127.0.0.1:{unused_loopback_port()}" for b in lab.bookies}

@@ -13,8 +13,10 @@ from typing import Any, Protocol
 from audit.domain.bookkeeper.model import LedgerMetadata
 from audit.formats.bookkeeper import availability, ledger_metadata, protocol
 from audit.lab.bookkeeper.config import LabConfig, parse_lab_config
+from audit.lab.bookkeeper.evidence import emit_bookie_evidence
+from audit.lab.bookkeeper.production import znode_stat
 from audit.lab.bookkeeper.scenario import LabState, run_scenario
-from audit.lab.bookkeeper.truth import UNREACHABLE, bookie_lists, ensemble_bookies, ground_truth
+from audit.lab.bookkeeper.truth import bookie_lists, ensemble_bookies, ground_truth
 
 DEFAULT_CLUSTER = "bk-lab"
 INT32_MAX = 2**31 - 1
@@ -87,6 +89,23 @@ class BookKeeperLab:
         held = self.state.cluster.entries(bookie, ledger_id)
         return sorted(held) if held else None
 
+    def storage(self, bookie: str) -> str:
+        """The bookie's ledger storage: "DbLedgerStorage" (never answers GetListOfEntriesOfLedger) or
+        "SortedLedgerStorage"."""
+        if bookie not in self.state.cluster.store:
+            raise KeyError(f"unknown lab bookie {bookie!r}")
+        return self.state.cluster.storage[bookie]
+
+    def evidence(self, bookie: str) -> str:
+        """How a collector learns the bookie's entries: "entries_of_ledger", "location_index" or "read_probe"."""
+        if bookie not in self.state.cluster.store:
+            raise KeyError(f"unknown lab bookie {bookie!r}")
+        return self.state.cluster.evidence[bookie]
+
+    def holdings(self, bookie: str) -> dict[int, list[int]]:
+        """{ledger id: entry ids ascending} of every ledger the bookie stores something of."""
+        return {lid: sorted(held) for lid, held in sorted(self.state.cluster.store[bookie].items()) if held}
+
     def reachable(self, bookie: str) -> bool:
         """Whether the bookie answers at the snapshot (crashed or unreachable ones do not)."""
         if bookie not in self.state.cluster.store:
@@ -96,10 +115,18 @@ class BookKeeperLab:
     def bookie_lists(self) -> dict[str, list[str]]:
         return bookie_lists(self.state)
 
-    def ground_truth(self) -> dict[str, Any]:
+    def ground_truth(self, znode_ctimes: dict[int, int] | None = None) -> dict[str, Any]:
+        """`znode_ctimes`: the znodes' ctimes as a real ZooKeeper stamped them when the lab was loaded into it."""
+        if znode_ctimes is not None:
+            return ground_truth(self.state, self.cluster, znode_ctimes)
         if self._truth is None:
             self._truth = ground_truth(self.state, self.cluster)
         return self._truth
+
+    def znode_stat(self, ledger_id: int) -> dict[str, int]:
+        """The ZooKeeper Stat of the ledger's znode (created with the ledger, one version per metadata write)."""
+        ctime, mtime, version = self.state.znode_times[ledger_id]
+        return znode_stat(ledger_id, ctime, mtime, version, len(self.znode(ledger_id, with_password=True)))
 
     def entries_of_ledger_answer(self, bookie: str, ledger_id: int, txn_id: int) -> bytes:
         """The bookie's v3 Response body to GetListOfEntriesOfLedger (EOK with availability, or ENOLEDGER)."""
@@ -118,18 +145,8 @@ def emit(lab: BookKeeperLab, sink: RawSink) -> dict[str, Any]:
     """Write what a collector would store for this cluster; -> the ground truth dict."""
     for lid in lab.ledger_ids:
         sink.put(f"ledger-metadata/{znode_path(lid)}", lab.znode(lid, with_password=False))
-    txn: dict[str, int] = {}
-    for lid in lab.ledger_ids:
-        for bookie in lab.ensemble_bookies(lid):
-            prefix = f"entries-of-ledger/{bookie}/{lid}"
-            if not lab.reachable(bookie):
-                why = "connection refused" if lab.state.cluster.registration(bookie, lab.as_of_ms) == "gone" \
-                    else "no answer"
-                sink.put(prefix + ".error.json", json.dumps(
-                    {"error": UNREACHABLE, "message": f"{bookie}: {why}"}, sort_keys=True).encode())
-                continue
-            txn[bookie] = txn.get(bookie, 0) + 1
-            sink.put(prefix + ".pb", lab.entries_of_ledger_answer(bookie, lid, txn[bookie]))
+        sink.put(f"ledger-metadata/{znode_path(lid)}.stat.json", _json(lab.znode_stat(lid)))
+    emit_bookie_evidence(lab, sink)
     sink.put("bookies/available.json", _json(lab.bookie_lists()))
     sink.put("bookies/racks.json", _json(lab.racks))
     return lab.ground_truth()

@@ -7,6 +7,11 @@
       racks: 3
       entries_per_ledger: 1000 # mean; each ledger draws from [1/3, 5/3] of it
       open_ledger_max_age_s: 21600   # age above which an OPEN ledger is reported (estate default 6h)
+      db_ledger_storage_percent: 50  # share of bookies on DbLedgerStorage (Pulsar's default), the rest
+                                     # SortedLedgerStorage; spread evenly over the bookie ids
+      location_index_percent: 50     # share of the DbLedgerStorage bookies whose location index is read on
+                                     # their host; the others are checked with read probes
+      read_probe_percent: 100        # auditorLedgerVerificationPercentage of those read probes
       faults:                  # optional; DEFAULT_FAULTS when absent, [] for a healthy cluster
         - {kind: bookie_crash, ago_min: 300, ledgers_before: 2, ledgers_across: 3}
 """
@@ -17,8 +22,12 @@ from typing import Any
 
 SOURCE = "lab config"
 DEFAULTS = {"seed": 1, "ledgers": 60, "bookies": 12, "racks": 3, "entries_per_ledger": 1000,
-            "open_ledger_max_age_s": 6 * 3600}
-MINIMUMS = {"seed": 0, "ledgers": 1, "bookies": 6, "racks": 2, "entries_per_ledger": 3, "open_ledger_max_age_s": 1}
+            "open_ledger_max_age_s": 6 * 3600, "db_ledger_storage_percent": 50,
+            "location_index_percent": 50, "read_probe_percent": 100}
+MINIMUMS = {"seed": 0, "ledgers": 1, "bookies": 6, "racks": 2, "entries_per_ledger": 3, "open_ledger_max_age_s": 1,
+            "db_ledger_storage_percent": 0, "location_index_percent": 0, "read_probe_percent": 0}
+PERCENT_KEYS = ("db_ledger_storage_percent", "location_index_percent", "read_probe_percent")
+DB_LEDGER_STORAGE, SORTED_LEDGER_STORAGE = "DbLedgerStorage", "SortedLedgerStorage"
 
 # kind -> {param: default}. "bookie" (an id) is optional where present: picked from the seed when absent.
 FAULT_PARAMS: dict[str, dict[str, Any]] = {
@@ -32,9 +41,16 @@ FAULT_PARAMS: dict[str, dict[str, Any]] = {
     "open_ledger_writing": {"ledgers": 2},
     "open_ledger_abandoned": {"ledgers": 1, "age_hours": 72},
     "placement_violation": {"ledgers": 1},
+    # Production behaviours that must give no finding (lab/bookkeeper/production.py)
+    "slow_bookie": {"bookie": None, "ago_min": 200, "ledgers": 2},
+    "rereplication": {"bookie": None, "ago_min": 180, "down_min": 60, "ledgers": 2},
 }
 BOOKIE_FAULTS = tuple(k for k, p in FAULT_PARAMS.items() if "bookie" in p)
+PRODUCTION_KINDS = ("slow_bookie", "rereplication")
 DEFAULT_FAULTS: list[dict[str, Any]] = [{"kind": kind} for kind in FAULT_PARAMS]
+# Each bookie fault takes a bookie of its own and ordinary ledgers need a few more: a small lab's default set
+# leaves out the production behaviours (they stay available by name).
+MIN_BOOKIES_FOR_ALL_DEFAULTS = 10
 _PARAM_MINIMUMS = {"ago_min": 1, "down_min": 1, "in_flight": 1, "age_hours": 1}
 
 
@@ -64,6 +80,9 @@ class LabConfig:
     racks: int
     entries_per_ledger: int
     open_ledger_max_age_s: int
+    db_ledger_storage_percent: int = DEFAULTS["db_ledger_storage_percent"]
+    location_index_percent: int = DEFAULTS["location_index_percent"]
+    read_probe_percent: int = DEFAULTS["read_probe_percent"]
     faults: tuple[FaultSpec, ...] = field(default_factory=tuple)
 
 
@@ -85,9 +104,13 @@ def parse_lab_config(cfg: Any, source: str = SOURCE) -> LabConfig:
               for k, d in DEFAULTS.items()}
     raw_faults = cfg.get("faults")
     if raw_faults is None:
-        raw_faults = DEFAULT_FAULTS
+        raw_faults = [f for f in DEFAULT_FAULTS if values["bookies"] >= MIN_BOOKIES_FOR_ALL_DEFAULTS
+                      or f["kind"] not in PRODUCTION_KINDS]
     if not isinstance(raw_faults, list):
         raise LabConfigError(source, "lab.faults", "a list of {kind: ...} mappings", raw_faults)
+    for key in PERCENT_KEYS:
+        if values[key] > 100:
+            raise LabConfigError(source, f"lab.{key}", "an integer from 0 to 100", values[key])
     faults = tuple(_fault(i, f, values["bookies"], source) for i, f in enumerate(raw_faults))
     picked = [f["bookie"] for f in faults if f.params.get("bookie")]
     dup = sorted({b for b in picked if picked.count(b) > 1})
@@ -116,7 +139,7 @@ def _fault(i: int, raw: Any, bookies: int, source: str) -> FaultSpec:
             params[key] = value
         else:
             params[key] = _int(f"{where}.{key}", value, _PARAM_MINIMUMS.get(key, 0), source)
-    if kind == "ensemble_change" and params["down_min"] >= params["ago_min"]:
+    if kind in ("ensemble_change", "rereplication") and params["down_min"] >= params["ago_min"]:
         raise LabConfigError(source, f"{where}.down_min", f"less than ago_min ({params['ago_min']}): the bookie is "
                              "back before the snapshot", params["down_min"])
     return FaultSpec(kind, params, i)
@@ -128,6 +151,28 @@ def bookie_id(n: int) -> str:
 
 def bookie_ids(count: int) -> list[str]:
     return [bookie_id(n) for n in range(1, count + 1)]
+
+
+def _picked(n: int, percent: int) -> bool:
+    """Whether the n-th (1-based) of a row is in a share spread evenly over the row (n = 2, 4, 6, ... at 50 %)."""
+    return n * percent // 100 > (n - 1) * percent // 100
+
+
+def storage_of(n: int, db_percent: int) -> str:
+    """Bookie n's ledger storage."""
+    return DB_LEDGER_STORAGE if _picked(n, db_percent) else SORTED_LEDGER_STORAGE
+
+
+ENTRIES_OF_LEDGER, LOCATION_INDEX, READ_PROBE = "entries_of_ledger", "location_index", "read_probe"
+
+
+def evidence_of(n: int, cfg: "LabConfig") -> str:
+    """How the audit learns bookie n's entries: GetListOfEntriesOfLedger (SortedLedgerStorage answers it), else
+    the location index read on the bookie's host (every other DbLedgerStorage bookie at 50 %), else read probes."""
+    if not _picked(n, cfg.db_ledger_storage_percent):
+        return ENTRIES_OF_LEDGER
+    k = sum(_picked(m, cfg.db_ledger_storage_percent) for m in range(1, n + 1))  # its place among DB bookies
+    return LOCATION_INDEX if _picked(k, cfg.location_index_percent) else READ_PROBE
 
 
 def rack_of(n: int, racks: int) -> str:

@@ -33,18 +33,34 @@ def collect(cluster, sink, secrets, as_of_ms: int,
 
 
 def _collect_through_zookeeper(lab, cluster, sink, secrets):
+    import tempfile
     from dataclasses import replace
 
     from audit.collectors.bookkeeper.collector import BookKeeperCollector
     from audit.lab.bookkeeper.bookie_server import serve_lab_bookies
-    from audit.lab.bookkeeper.zkload import load_into_zookeeper
+    from audit.lab.bookkeeper.config import LOCATION_INDEX
+    from audit.lab.bookkeeper.evidence import LIST_PROBE_TIMEOUT_S
+    from audit.lab.bookkeeper.location_db import write_location_index
+    from audit.lab.bookkeeper.zkload import load_into_zookeeper, znode_ctimes
 
     zk = cluster.zookeeper
     load_into_zookeeper(lab, zk.hosts, zk.ledgers_root)
-    with serve_lab_bookies(lab) as addresses:
+    with serve_lab_bookies(lab) as addresses, tempfile.TemporaryDirectory(prefix="lab-bookies-") as disks:
+        # DbLedgerStorage bookies whose host the collector runs on: their real RocksDB index, read in place.
+        location_index = {}
+        for n, bookie in enumerate(lab.bookies):
+            if lab.evidence(bookie) == LOCATION_INDEX and lab.reachable(bookie):
+                ledger_dir = f"{disks}/bookie-{n}/ledgers"
+                write_location_index(ledger_dir, lab.holdings(bookie))
+                location_index[bookie] = [ledger_dir]
         # The lab's rack map reaches raw/ the way an estate's does: through the collector.
         real = replace(cluster, source="zookeeper", lab=None,
                        bookie_addresses={**addresses, **dict(cluster.bookie_addresses)},
-                       racks={**lab.racks, **dict(cluster.racks)})
+                       racks={**lab.racks, **dict(cluster.racks)},
+                       location_index={**location_index, **dict(cluster.location_index)},
+                       read_probe_percent=lab.config.read_probe_percent,
+                       list_probe_timeout_s=LIST_PROBE_TIMEOUT_S)
         report = BookKeeperCollector().collect(real, sink, secrets)
-    return report, lab.ground_truth()
+    # ZooKeeper stamped the znodes with its own clock when they were loaded: ledgers whose client stored no
+    # ctime are as old as that, which the ground truth must know to stay exact.
+    return report, lab.ground_truth(znode_ctimes=znode_ctimes(lab, zk.hosts, zk.ledgers_root))

@@ -13,7 +13,8 @@ from typing import Any
 
 from audit.domain.bookkeeper.model import CLOSED, INVALID_ENTRY_ID, LedgerMetadata, Segment
 from audit.lab.bookkeeper.config import (BOOKIE_FAULTS, FaultSpec, LabConfig, LabConfigError, SOURCE, bookie_ids,
-                                         rack_of)
+                                         evidence_of, rack_of, storage_of)
+from audit.lab.bookkeeper.production import grow_tail, rereplicate, stores_ctime, write_with_slow_bookie
 from audit.lab.bookkeeper.sim import Cluster, LabError, LedgerWriter
 
 MINUTE = 60_000
@@ -38,6 +39,7 @@ class LedgerPlan:
     exclude: frozenset[str] = frozenset()
     fault: FaultSpec | None = None
     ledger_id: int = 0
+    event_ms: int | None = None     # when the fault's event happens to this ledger (slow_bookie)
 
 
 @dataclass
@@ -50,6 +52,10 @@ class LabState:
     roles: dict[int, set[str]]                  # ledger id -> fault kinds that shaped it
     faults: list[dict[str, Any]]                # what was injected, with its parameters and ledgers
     writers: dict[int, LedgerWriter] = field(default_factory=dict)
+    # ledger id -> (ctime, mtime, version) of its znode: created with the ledger, updated by every metadata write
+    znode_times: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    # OPEN ledger -> its first entry added after the snapshot (written while the cluster was being collected)
+    tail_after_snapshot: dict[int, int] = field(default_factory=dict)
 
 
 def _weighted(rng: random.Random, table: list[tuple[Any, int]]) -> Any:
@@ -61,7 +67,9 @@ class _Planner:
         self.cfg, self.now = cfg, as_of_ms
         self.rng = random.Random(f"bookkeeper-lab:{cfg.seed}")
         ids = bookie_ids(cfg.bookies)
-        self.cluster = Cluster(ids, {b: rack_of(n, cfg.racks) for n, b in enumerate(ids, start=1)})
+        self.cluster = Cluster(ids, {b: rack_of(n, cfg.racks) for n, b in enumerate(ids, start=1)},
+                               {b: storage_of(n, cfg.db_ledger_storage_percent) for n, b in enumerate(ids, start=1)})
+        self.cluster.evidence = {b: evidence_of(n, cfg) for n, b in enumerate(ids, start=1)}
         self.plans: list[LedgerPlan] = []
         self.special: dict[int, str] = {}       # fault index -> its bookie
         self.fault_log: list[dict[str, Any]] = []
@@ -174,6 +182,19 @@ class _Planner:
                 n = self.entries(MIN_FAULT_ENTRIES)
                 start = now - f["age_hours"] * 60 * MINUTE - rng.randint(0, 59) * MINUTE
                 planned.append(self.add(kind, start, n, self.quorum(3), f))
+        elif kind == "slow_bookie":
+            log["at_ms"] = at
+            spanning(f["ledgers"], at)
+            for plan in planned:
+                plan.event_ms = at
+        elif kind == "rereplication":
+            self.cluster.crash(bookie, at, at + f["down_min"] * MINUTE)
+            log["at_ms"], log["back_ms"] = at, at + f["down_min"] * MINUTE
+            for _ in range(f["ledgers"]):   # closed before the bookie is lost
+                n, dt = self.entries(MIN_FAULT_ENTRIES), rng.choice(ADD_INTERVALS_MS)
+                start = at - rng.randint(10, 60) * MINUTE - n * dt
+                planned.append(self.add(kind, start, n, self.quorum(3), f, (bookie,), dt=dt))
+            self.after.append((at + MINUTE, "rereplicate", f, planned))
         elif kind == "placement_violation":
             for _ in range(f["ledgers"]):
                 n = self.entries(MIN_FAULT_ENTRIES)
@@ -218,10 +239,20 @@ def run_scenario(cfg: LabConfig, as_of_ms: int) -> LabState:
         writer = _write(plan, cluster, rng)
         state.writers[plan.ledger_id] = writer
         state.metadata[plan.ledger_id] = _metadata(plan, writer, _custom_metadata(rng, topics, plan.version))
+        closed_at = plan.start + plan.entries * plan.dt
+        updates = writer.ensemble_changes + (writer.state == CLOSED)
+        state.znode_times[plan.ledger_id] = (plan.start, closed_at if updates else plan.start, updates)
+        if plan.role == "open_ledger_writing":
+            # the metadata above is what the collector reads; the writer goes on while bookies are asked
+            state.tail_after_snapshot[plan.ledger_id] = writer.lap + 1
+            grow_tail(writer, max(as_of_ms, plan.start + plan.entries * plan.dt), plan.dt)
         if plan.version > 1:
             state.passwords[plan.ledger_id] = f"lab-pw-{cfg.seed}-{plan.ledger_id}".encode()
         state.roles[plan.ledger_id] = set() if plan.role == "healthy" else {plan.role}
     for at, action, f, plans in sorted(planner.after, key=lambda a: (a[0], a[2].index)):
+        if action == "rereplicate":
+            _rereplicate(state, planner.special[f.index], at)
+            continue
         for plan in plans:
             _after_the_fact(state, plan, at, action, planner.special.get(f.index))
     _mark_bookie_roles(state, planner)
@@ -251,6 +282,8 @@ def _write(plan: LedgerPlan, cluster: Cluster, rng: random.Random) -> LedgerWrit
 
     if plan.role == "replaced_ensemble_race":
         _race(w, plan.fault["in_flight"], n, t)
+    elif plan.role == "slow_bookie":
+        write_with_slow_bookie(w, plan.include[0], plan.event_ms, n, t)
     elif plan.role == "open_ledger_writing":
         for e in range(n - OPEN_TAIL):
             w.add(e, t(e))
@@ -306,6 +339,15 @@ def _after_the_fact(state: LabState, plan: LedgerPlan, at: int, action: str, boo
             state.cluster.drop_ledger(b, lid)
 
 
+def _rereplicate(state: LabState, lost: str, at: int) -> None:
+    def updated(lid: int, when: int) -> None:
+        ctime, _, version = state.znode_times[lid]
+        state.znode_times[lid] = (ctime, when, version + 1)
+        state.roles[lid].add("rereplication")
+
+    rereplicate(state.cluster, state.metadata, lost, at, state.config.seed, updated)
+
+
 def _mark_bookie_roles(state: LabState, planner: _Planner) -> None:
     """Ledgers that meet a crashed or unreachable bookie by chance carry that fault too."""
     for f in state.config.faults:
@@ -341,5 +383,6 @@ def _metadata(plan: LedgerPlan, w: LedgerWriter, custom: dict[str, bytes]) -> Le
         last_entry_id=w.lac if closed else INVALID_ENTRY_ID, length=w.length() if closed else 0,
         segments=tuple(Segment(first, tuple(ens)) for first, ens in w.segments),
         digest_type=None if v == 1 else ("CRC32" if v == 2 else "CRC32C"),
-        has_password=v > 1, ctime=None if v == 1 else plan.start, ctoken=0 if v == 3 else None,
+        has_password=v > 1, ctime=plan.start if stores_ctime(plan.ledger_id, v) else None,
+        ctoken=0 if v == 3 else None,
         custom_metadata=custom)

@@ -38,9 +38,11 @@ class BookieTimeline:
 class Cluster:
     """Bookies, their racks and what each one stores: {bookie: {ledger id: set of entry ids}}."""
 
-    def __init__(self, bookies: list[str], racks: dict[str, str]):
+    def __init__(self, bookies: list[str], racks: dict[str, str], storage: dict[str, str] | None = None):
         self.bookies = list(bookies)
         self.racks = dict(racks)
+        self.storage = dict(storage or {})  # bookie -> ledger storage class name (lab/bookkeeper/config.py)
+        self.evidence: dict[str, str] = {}  # bookie -> how the audit learns its entries (config.evidence_of)
         self.timeline = {b: BookieTimeline() for b in bookies}
         self.store: dict[str, dict[int, set[int]]] = {b: {} for b in bookies}
         self.unreachable_at_snapshot: set[str] = set()
@@ -197,6 +199,7 @@ class LedgerWriter:
         self.lac = INVALID_ENTRY_ID   # last add confirmed
         self.pending: dict[int, int] = {}   # entry id -> acks received
         self.unwritable: set[str] = set()   # bookies whose channel from this client fails (per-client fault)
+        self.slow: set[str] = set()         # bookies that persist an add but answer after the client's timeout
         self.avoid: set[str] = set()        # replacements of last resort (keeps a scenario's bookies apart)
         self.state = OPEN
         self.ensemble_changes = 0
@@ -218,7 +221,11 @@ class LedgerWriter:
             i = (entry_id + w) % self.ensemble_size
             if only_indexes is not None and i not in only_indexes:
                 continue
-            if self._can_write(ensemble[i], t):
+            if ensemble[i] in self.slow and self._can_write(ensemble[i], t):
+                # The add times out at the client (an ensemble change follows) yet the bookie persists it.
+                self.cluster.ledger_set(ensemble[i], self.ledger_id).add(entry_id)
+                failed.append(i)
+            elif self._can_write(ensemble[i], t):
                 self.cluster.ledger_set(ensemble[i], self.ledger_id).add(entry_id)
                 acks += 1
             else:
@@ -230,7 +237,7 @@ class LedgerWriter:
     def change_ensemble(self, failed_indexes: list[int], t: int) -> set[int]:
         """Replace the failed bookies; the new segment starts at LAC + 1. -> replaced indexes."""
         new = list(self.ensemble)
-        unusable = self.unwritable | {new[i] for i in failed_indexes}
+        unusable = self.unwritable | self.slow | {new[i] for i in failed_indexes}
         for i in sorted(set(failed_indexes)):
             new[i] = self.cluster.replacement(self.rng, new, i, self.write_quorum, t, unusable, self.avoid)
         key = self.lac + 1

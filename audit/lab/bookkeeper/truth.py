@@ -3,7 +3,14 @@
 Replica counts follow ReplicasCheck (docs/formats/bookkeeper.md §1.7), one entry at a time: for a CLOSED ledger with
 lastEntryId >= 0, m(e) = number of bookies of e's write set in the metadata that answer and do not hold e
 (a bookie without the ledger answers ENOLEDGER: it holds nothing); bookies that do not answer are not
-counted. lost: Qw - m == 0, below ack quorum: Qw - m < Qa, below write quorum: Qw - m < Qw."""
+counted. lost: Qw - m == 0, below ack quorum: Qw - m < Qa, below write quorum: Qw - m < Qw.
+
+Read probes (the lab reads them at read_probe_percent, 100 by default) see every entry the metadata places on a
+bookie, so they count like a list; they cannot see entries a bookie holds outside its stripe. Entries outside
+the ensemble are information; only apache/bookkeeper#4651's shape is a finding: a bookie of e's write set answers
+without e while a bookie outside it, whose holdings the audit can see, holds e.
+Creation time is the stored ctime when the client stored one (> 0), else the znode's ctime for format v2/v3
+(AbstractZkLedgerManager); v1 without one is unknown."""
 from __future__ import annotations
 
 from typing import Any
@@ -32,7 +39,15 @@ def bookie_lists(state: LabState) -> dict[str, list[str]]:
             "cookies": sorted(c.bookies)}
 
 
-def ground_truth(state: LabState, cluster: str) -> dict[str, Any]:
+def creation_time(md: LedgerMetadata, znode_ctime: int | None) -> int | None:
+    if md.ctime is not None and md.ctime > 0:
+        return md.ctime
+    return znode_ctime if md.format_version >= 2 else None
+
+
+def ground_truth(state: LabState, cluster: str, znode_ctimes: dict[int, int] | None = None) -> dict[str, Any]:
+    """`znode_ctimes`: the ctimes a real ZooKeeper gave the znodes when the lab was loaded into one (it stamps
+    its own clock); by default the lab's (the znode was created with the ledger)."""
     c, at = state.cluster, state.as_of_ms
     lists = bookie_lists(state)
     registered = set(lists["available"]) | set(lists["readonly"])
@@ -40,6 +55,7 @@ def ground_truth(state: LabState, cluster: str) -> dict[str, Any]:
     gaps: list[dict[str, Any]] = []
     fragments: list[dict[str, Any]] = []
     replicas: list[dict[str, Any]] = []
+    outside_info: list[dict[str, Any]] = []
 
     def finding(check: str, lid: int, detail: str, **extra: Any) -> None:
         findings.append({"check": check, "cluster": cluster, "ledger_id": lid, **extra, "detail": detail,
@@ -61,11 +77,13 @@ def ground_truth(state: LabState, cluster: str) -> dict[str, Any]:
             finding("bk.placement_violation", lid,
                     f"{len(bad)} write set(s) span fewer than {MIN_RACKS_PER_WRITE_QUORUM} racks, e.g. "
                     f"segment {bad[0][0]} bookies {list(bad[0][1])}")
-        if md.state != CLOSED and md.ctime is not None:
-            age = at - md.ctime
+        znode_ctime = (znode_ctimes or {}).get(lid, state.znode_times[lid][0])
+        ctime = creation_time(md, znode_ctime)
+        if md.state != CLOSED and ctime is not None:
+            age = at - ctime
             if age > state.config.open_ledger_max_age_s * 1000:
                 finding("bk.ledger_open_too_long", lid,
-                        f"{md.state} for {age // 3_600_000} h (ctime {md.ctime}), limit "
+                        f"{md.state} for {age // 3_600_000} h (ctime {ctime}), limit "
                         f"{state.config.open_ledger_max_age_s} s", open_age_ms=age)
         if md.state == CLOSED and md.last_entry_id >= 0:
             counts, frags = _replica_counts(md, lambda b: c.entries(b, lid) or set(), lambda b: c.answers(b, at))
@@ -82,13 +100,14 @@ def ground_truth(state: LabState, cluster: str) -> dict[str, Any]:
                 if bands[key] > 0:
                     finding(check, lid, f"{bands[key]} of {counts['entries']} entries with {what} "
                             f"(Qw {md.write_quorum_size}, Qa {md.ack_quorum_size})", entry_count=bands[key])
-            for b in names:
-                if c.answers(b, at):
-                    outside = _outside(md, b, c.entries(b, lid) or set())
-                    if outside:
-                        finding("bk.entries_outside_ensemble", lid,
-                                f"{b} holds {outside} entries the metadata places on other bookies",
-                                bookie=b, entry_count=outside)
+            per_bookie, misplaced = _outside(md, lambda b: c.entries(b, lid) or set(), _stray_visible(state, names),
+                                             lambda b: c.answers(b, at))
+            for b, n in sorted(per_bookie.items()):
+                outside_info.append({"cluster": cluster, "ledger_id": lid, "bookie": b, "entry_count": n})
+            if misplaced:
+                finding("bk.entries_outside_ensemble", lid,
+                        f"{misplaced} entries are missing on a bookie the metadata names while a bookie it does not "
+                        "name holds them (apache/bookkeeper#4651)", entry_count=misplaced)
     by_check: dict[str, int] = {}
     for f in findings:
         by_check[f["check"]] = by_check.get(f["check"], 0) + 1
@@ -98,6 +117,7 @@ def ground_truth(state: LabState, cluster: str) -> dict[str, Any]:
         "findings": findings,
         "coverage_gaps": gaps,
         "missing_fragments": fragments,
+        "outside_ensemble": outside_info,
         "replicas": replicas,
         "faults": [{k: v for k, v in f.items()} for f in state.faults],
         "summary": {"ledgers": len(state.metadata), "ledgers_with_findings": len(flagged),
@@ -142,17 +162,35 @@ def _replica_counts(md: LedgerMetadata, held, answers) -> tuple[dict[str, Any], 
              "unavailable_bookies": unavailable}, frags)
 
 
-def _outside(md: LedgerMetadata, bookie: str, held: set[int]) -> int:
-    """Entries `bookie` holds that no write set of the metadata assigns to it (CLOSED ledgers)."""
+def _stray_visible(state: LabState, names: list[str]) -> set[str]:
+    """Answering bookies whose entries outside their stripe the audit can see: a list answer (asked when the
+    metadata names the bookie) or the location index (read whole on the bookie's host, so also for ledgers that
+    no longer name it). Read probes only read entries the metadata places on the bookie."""
+    c, at = state.cluster, state.as_of_ms
+    out = set()
+    for b in c.bookies:
+        evidence = c.evidence.get(b, "entries_of_ledger")
+        if c.answers(b, at) and evidence != "read_probe" and (b in names or evidence == "location_index"):
+            out.add(b)
+    return out
+
+
+def _outside(md: LedgerMetadata, held, visible: set[str], answers) -> tuple[dict[str, int], int]:
+    """({bookie: entries it holds outside e's write set}, #entries of the #4651 shape) for a CLOSED ledger;
+    `held(bookie)` -> its entry set, `visible`: bookies whose strays can be seen."""
     E, Qw = md.ensemble_size, md.write_quorum_size
-    bounds = [(first, last, [i for i, b in enumerate(seg.ensemble) if b == bookie])
-              for seg, first, last in md.segment_bounds()]
-    count = 0
-    for e in held:
-        # entry e is on index i iff i is one of (e + w) % E, w < Qw, i.e. (i - e) % E < Qw
-        expected = any(first <= e <= last and any((i - e) % E < Qw for i in idxs) for first, last, idxs in bounds)
-        count += not expected
-    return count
+    holdings = {b: held(b) for b in visible}
+    per_bookie: dict[str, int] = {}
+    misplaced = 0
+    for seg, first, last in md.segment_bounds():
+        for e in range(max(first, 0), last + 1):
+            write_set = {seg.ensemble[(e + w) % E] for w in range(Qw)}
+            holders = [b for b, entries in holdings.items() if e in entries and b not in write_set]
+            for b in holders:
+                per_bookie[b] = per_bookie.get(b, 0) + 1
+            if holders and any(answers(b) and e not in held(b) for b in write_set):
+                misplaced += 1
+    return per_bookie, misplaced
 
 
 def _placement_violations(md: LedgerMetadata, racks: dict[str, str]) -> list[tuple[int, tuple[str, ...]]]:

@@ -109,3 +109,19 @@ def _create_pipelined(client: Any, batches: Iterable[list[tuple[str, bytes]]], t
                 settle()
         while in_flight:
             settle()
+
+
+def znode_ctimes(lab: BookKeeperLab, zk_hosts: str, ledgers_root: str = "/ledgers",
+                 timeout_s: float = 10.0) -> dict[int, int]:
+    """{ledger id: ctime} of the lab's ledger znodes as the ZooKeeper at `zk_hosts` stamped them."""
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=zk_hosts, timeout=max(timeout_s, 10.0))
+    client.start(timeout=timeout_s)
+    try:
+        root = "/" + ledgers_root.strip("/")
+        pending = {lid: client.exists_async(f"{root}/{lab.znode_path(lid)}") for lid in lab.ledger_ids}
+        return {lid: result.get(timeout=timeout_s).ctime for lid, result in pending.items()}
+    finally:
+        client.stop()
+        client.close()

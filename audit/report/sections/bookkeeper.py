@@ -19,8 +19,13 @@ METRICS = ("metrics", "bk_ledger_replicas")      # under the attempt folder
 def replica_metrics(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Aggregate metrics/bk_ledger_replicas rows: per cluster totals, the least-replicas histogram (audited
     ledgers only: a ledger that was not audited has no replica count) and the smallest ack quorum of the
-    audited ledgers (`min_ack_quorum`, None without one: the histogram's bars below it are alarms)."""
+    audited ledgers (`min_ack_quorum`, None without one: the histogram's bars below it are alarms).
+    Information beside them, per cluster: `outside_ensemble` (entries held outside the ensemble the metadata
+    assigns, each holder's copy counted: findings/bk_outside_ensemble lists them) and `open_ctime_unknown` (OPEN or
+    IN_RECOVERY ledgers whose creation time is unknown, so bk.ledger_open_too_long could not judge them)."""
     clusters: dict[str, dict[str, int]] = {}
+    outside: Counter = Counter()
+    unknown_ctime: Counter = Counter()
     histogram: Counter = Counter()
     acks = []
     keys = ("entries", "entries_lost", "entries_below_ack_quorum", "entries_below_write_quorum")
@@ -28,6 +33,10 @@ def replica_metrics(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         c = clusters.setdefault(r["cluster"], {"ledgers": 0, "audited": 0, **{k: 0 for k in keys},
                                                "ledgers_with_lost_entries": 0})
         c["ledgers"] += 1
+        outside[r["cluster"]] += int(r.get("entries_outside_ensemble") or 0)
+        # metrics written before the ctime column have no key: nothing is known about them either way
+        if r.get("state") in ("OPEN", "IN_RECOVERY") and "ctime" in r and r["ctime"] is None:
+            unknown_ctime[r["cluster"]] += 1
         if not r.get("audited"):
             continue
         c["audited"] += 1
@@ -40,7 +49,9 @@ def replica_metrics(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             acks.append(int(r["ack_quorum"]))
     return {"clusters": dict(sorted(clusters.items())),
             "replica_histogram": {str(k): histogram[k] for k in sorted(histogram)},
-            "min_ack_quorum": min(acks) if acks else None}
+            "min_ack_quorum": min(acks) if acks else None,
+            "outside_ensemble": {k: v for k, v in sorted(outside.items()) if v},
+            "open_ctime_unknown": {k: v for k, v in sorted(unknown_ctime.items()) if v}}
 
 
 def summary(outputs: RunOutputs) -> dict[str, Any]:
@@ -59,10 +70,20 @@ def html(summary: Mapping[str, Any], violations: list) -> str:
 
 
 def text(summary: Mapping[str, Any]) -> list[str]:
-    return [f"  {name}: {c.get('audited', 0)}/{c.get('ledgers', 0)} ledgers audited, "
-            f"{c.get('entries_lost', 0)} entries lost, {c.get('entries_below_ack_quorum', 0)} below Qa, "
-            f"{c.get('entries_below_write_quorum', 0)} below Qw"
-            for name, c in sorted(((summary.get("metrics") or {}).get("clusters") or {}).items())]
+    metrics = summary.get("metrics") or {}
+    lines = []
+    for name, c in sorted((metrics.get("clusters") or {}).items()):
+        lines.append(f"  {name}: {c.get('audited', 0)}/{c.get('ledgers', 0)} ledgers audited, "
+                     f"{c.get('entries_lost', 0)} entries lost, {c.get('entries_below_ack_quorum', 0)} below Qa, "
+                     f"{c.get('entries_below_write_quorum', 0)} below Qw")
+        n = (metrics.get("outside_ensemble") or {}).get(name)
+        if n:
+            lines.append(f"  {name}: {n} entries held outside the ensemble the metadata assigns (information: "
+                         "findings/bk_outside_ensemble)")
+        n = (metrics.get("open_ctime_unknown") or {}).get(name)
+        if n:
+            lines.append(f"  {name}: {n} open ledgers with unknown creation time (not judged for open too long)")
+    return lines
 
 
 # -- lab scorecard ---------------------------------------------------------------------------

@@ -7,7 +7,8 @@ from typing import Iterator
 import pyarrow as pa
 
 from audit.domain.bookkeeper.model import LedgerMetadata, Segment, SequenceGroup
-from audit.domain.bookkeeper.replicas import NO_SUCH_LEDGER, OK, BookieAnswer
+from audit.domain.bookkeeper.evidence import ENTRIES_OF_LEDGER, READ_PROBE
+from audit.domain.bookkeeper.replicas import NO_SUCH_LEDGER, OK, BookieAnswer, better_answer
 
 _SCALARS = ("cluster", "ledger_id", "format_version", "state", "ensemble_size", "write_quorum", "ack_quorum",
             "last_entry_id", "length", "ctime", "ctoken", "digest_type", "has_password")
@@ -35,21 +36,34 @@ def iter_ledgers(batch: pa.RecordBatch) -> Iterator[tuple[str, LedgerMetadata, d
     g_last = grp_vals.field("last_sequence_start").to_pylist()
     g_size = grp_vals.field("sequence_size").to_pylist()
     g_period = grp_vals.field("sequence_period").to_pylist()
+    # Evidence columns (absent from ledger_state written before issue 8, e.g. the bench's): list answers.
+    fields = {f.name for f in ans_vals.type}
+    n_ans = len(bookie)
+    evidence = ans_vals.field("evidence").to_pylist() if "evidence" in fields else [None] * n_ans
+    share = ans_vals.field("probe_share").to_pylist() if "probe_share" in fields else [None] * n_ans
+    probed = ans_vals.field("probed").to_pylist() if "probed" in fields else [None] * n_ans
+    if "absent" in fields:
+        abs_off, abs_vals, abs_null = _lists(ans_vals.field("absent"))
+        absent_ids = abs_vals.to_pylist()
     for r in range(batch.num_rows):
         segments = () if seg_null[r] else tuple(
             Segment(seg_first[k], tuple(members[ens_off[k]:ens_off[k + 1]])) for k in range(seg_off[r], seg_off[r + 1]))
         answers: dict[str, BookieAnswer] = {}
         if not ans_null[r]:
             for k in range(ans_off[r], ans_off[r + 1]):
-                st = status[k]
-                if st == OK:
-                    answers[bookie[k]] = BookieAnswer(OK, tuple(
-                        SequenceGroup(g_first[j], g_last[j], g_size[j], g_period[j])
-                        for j in range(grp_off[k], grp_off[k + 1])))
+                st, ev = status[k], evidence[k] or ENTRIES_OF_LEDGER
+                if st == OK and ev == READ_PROBE:
+                    gone = () if abs_null[k] else absent_ids[abs_off[k]:abs_off[k + 1]]
+                    a = BookieAnswer.read_probes(share[k] or 0, probed[k] or 0, gone)
+                elif st == OK:
+                    a = BookieAnswer(OK, tuple(SequenceGroup(g_first[j], g_last[j], g_size[j], g_period[j])
+                                               for j in range(grp_off[k], grp_off[k + 1])), evidence=ev)
                 elif st == NO_SUCH_LEDGER:
-                    answers[bookie[k]] = BookieAnswer.no_such_ledger()
+                    a = BookieAnswer.no_such_ledger(ev)
                 else:
-                    answers[bookie[k]] = BookieAnswer.unavailable(error[k] or st)
+                    a = BookieAnswer.unavailable(error[k] or st, ev)
+                b = bookie[k]
+                answers[b] = better_answer(answers[b], a) if b in answers else a
         md = LedgerMetadata(
             ledger_id=cols["ledger_id"][r], format_version=cols["format_version"][r],
             ensemble_size=cols["ensemble_size"][r], write_quorum_size=cols["write_quorum"][r],

@@ -3,17 +3,23 @@ transforms in bookkeeper.py. One input row = one ledger with its segments and ev
 
 Violation bands: the replica checks report disjoint sets of entries so one entry raises one finding:
 bk.entries_lost = 0 replicas, bk.entries_below_ack_quorum = 1..Qa-1 replicas, bk.entries_below_write_quorum =
-Qa..Qw-1 replicas. The metrics table keeps BookKeeper's nested counts (< Qa includes lost, ...)."""
+Qa..Qw-1 replicas. The metrics table keeps BookKeeper's nested counts (< Qa includes lost, ...).
+
+Entries held outside the ensemble the metadata assigns are information (`outside` rows, the metrics column
+entries_outside_ensemble); bk.entries_outside_ensemble is raised only for apache/bookkeeper#4651's shape.
+Findings that rest on read probes say so (`sampled`)."""
 from __future__ import annotations
 
 import json
 from typing import Any, Iterable, Mapping
 
 from audit.domain.bookkeeper.checks import CHECKS
+from audit.domain.bookkeeper.evidence import ENTRIES_OF_LEDGER, LOCATION_INDEX, READ_PROBE, complete_inventory_misses
 from audit.domain.bookkeeper.invariants import metadata_violations
 from audit.domain.bookkeeper.model import IN_RECOVERY, OPEN, LedgerMetadata, Segment, SequenceGroup
 from audit.domain.bookkeeper.placement import placement_violations
-from audit.domain.bookkeeper.replicas import NO_SUCH_LEDGER, OK, BookieAnswer, LedgerVerdict, audit_ledger
+from audit.domain.bookkeeper.replicas import (NO_SUCH_LEDGER, OK, BookieAnswer, LedgerVerdict, OutsideEnsemble,
+                                              audit_ledger, better_answer)
 from audit.domain.bookkeeper.striping import count_expected
 
 SYSTEM = "bookkeeper"
@@ -33,18 +39,31 @@ def metadata_from_row(row: Mapping[str, Any]) -> LedgerMetadata:
         ctoken=row.get("ctoken"))
 
 
+def answer(status: str, error: str | None, groups, evidence: str | None = None, probe_share: int | None = None,
+           probed: int | None = None, absent=None) -> BookieAnswer:
+    """One bk_entry_availability row's answer (`groups` as SequenceGroups)."""
+    evidence = evidence or ENTRIES_OF_LEDGER
+    if status == OK and evidence == READ_PROBE:
+        return BookieAnswer.read_probes(probe_share or 0, probed or 0, absent or ())
+    if status == OK:
+        return BookieAnswer.ok(groups, evidence)
+    if status == NO_SUCH_LEDGER:
+        return BookieAnswer.no_such_ledger(evidence)
+    return BookieAnswer.unavailable(error or status, evidence)   # unavailable, error: holdings unknown
+
+
+def add_answer(out: dict[str, BookieAnswer], bookie: str, a: BookieAnswer) -> None:
+    """Several rows for one bookie (a list answer and its location index, say): the better one counts."""
+    out[bookie] = better_answer(out[bookie], a) if bookie in out else a
+
+
 def answers_from_row(row: Mapping[str, Any]) -> dict[str, BookieAnswer]:
-    out = {}
+    out: dict[str, BookieAnswer] = {}
     for a in row["answers"] or ():
-        status = a["status"]
-        if status == OK:
-            out[a["bookie"]] = BookieAnswer.ok([SequenceGroup(g["first_sequence_start"], g["last_sequence_start"],
-                                                              g["sequence_size"], g["sequence_period"])
-                                                for g in a["groups"] or ()])
-        elif status == NO_SUCH_LEDGER:
-            out[a["bookie"]] = BookieAnswer.no_such_ledger()
-        else:  # unavailable, error: the bookie's holdings are unknown
-            out[a["bookie"]] = BookieAnswer.unavailable(a["error"] or status)
+        groups = [SequenceGroup(g["first_sequence_start"], g["last_sequence_start"], g["sequence_size"],
+                                g["sequence_period"]) for g in a["groups"] or ()]
+        add_answer(out, a["bookie"], answer(a["status"], a["error"], groups, a.get("evidence"), a.get("probe_share"),
+                                            a.get("probed"), a.get("absent")))
     return out
 
 
@@ -52,12 +71,15 @@ class Settings:
     """What the per-ledger checks need beyond the ledger itself.
 
     `bookies`: {cluster: {bookie: (state, rack)}} from bk_bookies; a cluster absent from it is not judged
-    for unknown/dead bookies (its registration lists were not collected)."""
+    for unknown/dead bookies (its registration lists were not collected).
+    `inventories`: {cluster: {bookie: asked ledger ids or None (all)}} of the bookies whose location-index
+    inventory is complete (bk_bookie_evidence): a member without an answer for a ledger holds nothing of it."""
 
     def __init__(self, run_id: str = "", bookies: Mapping[str, Mapping[str, tuple[str, str | None]]] | None = None,
                  as_of_ms: int | None = None, open_ledger_max_age_ms: int | None = None,
-                 min_racks_per_write_quorum: int = 2, max_ranges: int = 1000):
-        self.run_id, self.bookies = run_id, bookies or {}
+                 min_racks_per_write_quorum: int = 2, max_ranges: int = 1000,
+                 inventories: Mapping[str, Mapping[str, frozenset[int] | None]] | None = None):
+        self.run_id, self.bookies, self.inventories = run_id, bookies or {}, inventories or {}
         self.as_of_ms, self.open_ledger_max_age_ms = as_of_ms, open_ledger_max_age_ms
         self.min_racks_per_write_quorum, self.max_ranges = min_racks_per_write_quorum, max_ranges
 
@@ -68,6 +90,11 @@ def audit_row(row: Mapping[str, Any], s: Settings) -> dict:
 
 
 def audit_parsed(cluster: str, md: LedgerMetadata, answers: Mapping[str, BookieAnswer], s: Settings) -> dict:
+    inventories = s.inventories.get(cluster)
+    if inventories:
+        misses = complete_inventory_misses(md, answers, inventories)
+        if misses:
+            answers = {**answers, **{b: BookieAnswer.no_such_ledger(LOCATION_INDEX) for b in misses}}
     v = audit_ledger(md, answers, s.max_ranges)
     out = {"cluster": cluster, "ledger_id": md.ledger_id, "state": md.state, "audited": v.audited,
            "least_replicas": v.least_replicas if v.audited else None,
@@ -75,6 +102,7 @@ def audit_parsed(cluster: str, md: LedgerMetadata, answers: Mapping[str, BookieA
            "entries_lost": v.entries_lost, "entries_below_ack_quorum": v.entries_below_ack_quorum,
            "entries_below_write_quorum": v.entries_below_write_quorum,
            "unavailable_bookies": len(v.unavailable_bookies),
+           "entries_outside_ensemble": sum(o.entry_count for o in v.outside_ensemble), "ctime": known_ctime(md),
            # the ledger's own quorums, so row-level expectations compare least_replicas with them
            "write_quorum": md.write_quorum_size, "ack_quorum": md.ack_quorum_size}
     out["fragments"] = [
@@ -83,8 +111,33 @@ def audit_parsed(cluster: str, md: LedgerMetadata, answers: Mapping[str, BookieA
          "bookie_index": f.bookie_index, "missing_count": f.missing_count,
          "missing_ranges": [{"first": a, "last": b} for a, b in f.missing_ranges]}
         for f in v.fragments]
-    out["violations"] = list(_violations(md, v, cluster, s))
+    out["outside"] = [
+        {"cluster": cluster, "ledger_id": md.ledger_id, "segment_first_entry_id": o.segment_first_entry_id,
+         "segment_last_entry_id": o.segment_last_entry_id, "ensemble": list(o.ensemble), "bookie": o.bookie,
+         "entry_count": o.entry_count, "ranges": [{"first": a, "last": b} for a, b in o.ranges]}
+        for o in v.outside_ensemble]
+    out["violations"] = list(_violations(md, v, cluster, s, _sampled(md, answers)))
     return out
+
+
+def _sampled(md: LedgerMetadata, answers: Mapping[str, BookieAnswer]) -> list[dict]:
+    """The ledger's ensemble bookies whose evidence is read probes."""
+    members = dict.fromkeys(b for seg in md.segments for b in seg.ensemble)
+    return [{"bookie": b, "share_percent": answers[b].share_percent, "probed": answers[b].probed}
+            for b in members if b in answers and answers[b].is_probe]
+
+
+def _note(sampled: list[dict]) -> str:
+    if not sampled:
+        return ""
+    return "; sampled evidence: " + ", ".join(f"read probes at {p['share_percent']} % on {p['bookie']}"
+                                              for p in sampled)
+
+
+def known_ctime(md: LedgerMetadata) -> int | None:
+    """The ledger's creation time, None when unknown: bk_ledgers.ctime is already the effective one (null when
+    unknown); a stored -1 (or any value <= 0) reaching here by another path is unknown too, never 1970."""
+    return md.ctime if md.ctime is not None and md.ctime > 0 else None
 
 
 def _subject(md: LedgerMetadata) -> str:
@@ -106,27 +159,29 @@ def _fragment_evidence(v: LedgerVerdict) -> list[dict]:
             for f in v.fragments]
 
 
-def _violations(md: LedgerMetadata, v: LedgerVerdict, cluster: str, s: Settings) -> Iterable[dict]:
+def _violations(md: LedgerMetadata, v: LedgerVerdict, cluster: str, s: Settings,
+                sampled: list[dict]) -> Iterable[dict]:
     subject = _subject(md)
     quorum = f"E={md.ensemble_size} Qw={md.write_quorum_size} Qa={md.ack_quorum_size}"
     for code, message in metadata_violations(md):
         yield _violation(s, cluster, "bk.metadata_invariant", subject, 0, f"ledger {md.ledger_id}: {message}",
                          {"ledger_id": md.ledger_id, "code": code})
     if v.audited:
-        yield from _replica_violations(md, v, cluster, s, subject, quorum)
+        yield from _replica_violations(md, v, cluster, s, subject, quorum, sampled)
     yield from _bookie_violations(md, cluster, s, subject)
     for pv in _placement(md, cluster, s):
         yield pv
-    if (md.state in (OPEN, IN_RECOVERY) and md.ctime is not None and s.as_of_ms is not None
-            and s.open_ledger_max_age_ms is not None and s.as_of_ms - md.ctime > s.open_ledger_max_age_ms):
-        age = s.as_of_ms - md.ctime
+    ctime = known_ctime(md)
+    if (md.state in (OPEN, IN_RECOVERY) and ctime is not None and s.as_of_ms is not None
+            and s.open_ledger_max_age_ms is not None and s.as_of_ms - ctime > s.open_ledger_max_age_ms):
+        age = s.as_of_ms - ctime
         yield _violation(s, cluster, "bk.ledger_open_too_long", subject, 0,
                          f"ledger {md.ledger_id} is {md.state} for {age} ms (limit {s.open_ledger_max_age_ms} ms)",
                          {"ledger_id": md.ledger_id, "state": md.state, "ctime": md.ctime, "as_of_ms": s.as_of_ms,
                           "age_ms": age})
 
 
-def _replica_violations(md, v: LedgerVerdict, cluster, s, subject, quorum) -> Iterable[dict]:
+def _replica_violations(md, v: LedgerVerdict, cluster, s, subject, quorum, sampled) -> Iterable[dict]:
     bands = (("bk.entries_lost", v.entries_lost, "have no replica left"),
              ("bk.entries_below_ack_quorum", v.entries_below_ack_quorum - v.entries_lost,
               f"have fewer than Qa={md.ack_quorum_size} replicas"),
@@ -142,22 +197,37 @@ def _replica_violations(md, v: LedgerVerdict, cluster, s, subject, quorum) -> It
                         "entries_below_write_quorum": v.entries_below_write_quorum,
                         "unavailable_bookies": [list(u) for u in v.unavailable_bookies],
                         "fragments": _fragment_evidence(v)}
+            if sampled:
+                evidence["sampled"] = sampled
         yield _violation(s, cluster, check, subject, n,
-                         f"ledger {md.ledger_id} ({quorum}): {n} entries {what}; least replicas {v.least_replicas}",
-                         evidence)
-    if v.outside_ensemble:
-        n = sum(o.entry_count for o in v.outside_ensemble)
-        where = sorted({o.bookie for o in v.outside_ensemble})
+                         f"ledger {md.ledger_id} ({quorum}): {n} entries {what}; least replicas {v.least_replicas}"
+                         + _note(sampled), evidence)
+    if v.wrong_ensemble_entries:
+        n = v.wrong_ensemble_entries
+        parts = _per_bookie(v.wrong_ensemble)
+        evidence = {"ledger_id": md.ledger_id, "outside": parts}
+        if sampled:
+            evidence["sampled"] = sampled
         yield _violation(
             s, cluster, "bk.entries_outside_ensemble", subject, n,
-            f"ledger {md.ledger_id}: {n} entries held by bookies the metadata does not place them on "
-            f"({', '.join(where)}); the metadata may name the wrong ensemble (apache/bookkeeper#4651)",
-            {"ledger_id": md.ledger_id, "outside": [
-                {"segment_first_entry_id": o.segment_first_entry_id, "ensemble": list(o.ensemble),
-                 "bookie": o.bookie, "entry_count": o.entry_count,
-                 "ranges": [list(r) for r in o.ranges[:EVIDENCE_RANGES]],
-                 "ranges_truncated": o.ranges_truncated or len(o.ranges) > EVIDENCE_RANGES}
-                for o in v.outside_ensemble]})
+            f"ledger {md.ledger_id}: {n} entries lack a replica on a write-set bookie the metadata lists while "
+            f"{', '.join(p['bookie'] for p in parts)}, not listed for them, hold them; the metadata may name the "
+            f"wrong ensemble (apache/bookkeeper#4651)" + _note(sampled), evidence)
+
+
+def _per_bookie(parts: Iterable[OutsideEnsemble]) -> list[dict]:
+    """One evidence part per holder bookie (the lab scorecard matches on the bookie), its segments inside."""
+    out: dict[str, dict] = {}
+    for o in parts:
+        p = out.setdefault(o.bookie, {"bookie": o.bookie, "entry_count": 0, "ranges": [], "ranges_truncated": False,
+                                      "segments": []})
+        p["entry_count"] += o.entry_count
+        p["segments"].append({"segment_first_entry_id": o.segment_first_entry_id, "ensemble": list(o.ensemble),
+                              "entry_count": o.entry_count})
+        room = EVIDENCE_RANGES - len(p["ranges"])
+        p["ranges"] += [list(r) for r in o.ranges[:max(room, 0)]]
+        p["ranges_truncated"] |= o.ranges_truncated or len(o.ranges) > room
+    return list(out.values())
 
 
 def _expected_on_bookie(md: LedgerMetadata, bookie: str) -> int:

@@ -8,14 +8,17 @@ from __future__ import annotations
 import json
 from typing import Iterator
 
+from audit.domain.bookkeeper import evidence
 from audit.domain.bookkeeper.model import LedgerMetadata
 from audit.formats.bookkeeper import availability, ledger_metadata, protocol
 from audit.formats.bookkeeper.sniff import text_or_base64  # BookKeeper's toString convention
 from audit.formats.errors import PayloadError
+from audit.transforms.bookkeeper import decode_evidence as raw_evidence
 
 SYSTEM = "bookkeeper"
 LEDGERS, AVAILABILITY, BOOKIES, RACKS, QUARANTINE = "bk_ledgers", "bk_entry_availability", "bk_bookies", \
     "_racks", "quarantine"
+EVIDENCE, ZNODE_STATS = "bk_bookie_evidence", "_znode_stats"   # _znode_stats: joined into bk_ledgers
 OWNER_KEY = "pulsar/managed-ledger"
 # Bookie answer statuses (protocol StatusCode names) meaning "this bookie has no such ledger".
 # Only NoSuchLedger means "holds nothing": the Auditor (AuditorReplicasCheckTask) treats every other failure,
@@ -25,6 +28,9 @@ NO_LEDGER_STATUSES = {"ENOLEDGER"}
 ZNODE, ADMIN_JSON, ENTRIES, ENTRIES_ERROR, BOOKIE_LISTS, RACKS_JSON, COLLECTION = (
     "ledger-metadata-znode", "ledger-metadata-http", "entries-of-ledger", "entries-of-ledger-error",
     "bookies-available", "bookies-racks", "collection")
+ZNODE_STAT, INDEX_AVAIL, INDEX_INVENTORY, PROBES, PROBES_BOOKIE = (
+    "ledger-metadata-stat", "location-index", "location-index-inventory", "read-probes", "read-probes-bookie")
+STAT_SUFFIX = ".stat.json"
 Row = tuple[str, dict]
 
 
@@ -33,7 +39,7 @@ def ledger_row(cluster: str, key: str, md: LedgerMetadata) -> dict:
     return {"cluster": cluster, "ledger_id": md.ledger_id, "source_key": key, "format_version": md.format_version,
             "state": md.state, "ensemble_size": md.ensemble_size, "write_quorum": md.write_quorum_size,
             "ack_quorum": md.ack_quorum_size, "last_entry_id": md.last_entry_id, "length": md.length,
-            "ctime": md.ctime, "ctoken": md.ctoken, "digest_type": md.digest_type, "has_password": md.has_password,
+            "ctime": md.ctime, "stored_ctime": md.ctime, "ctoken": md.ctoken, "digest_type": md.digest_type, "has_password": md.has_password,
             "owner_topic": custom.get(OWNER_KEY), "custom_metadata": custom,
             "segments": [{"first_entry_id": s.first_entry_id, "ensemble": list(s.ensemble)} for s in md.segments]}
 
@@ -48,9 +54,12 @@ def _groups(groups) -> list[dict]:
              "sequence_size": g.sequence_size, "sequence_period": g.sequence_period} for g in groups]
 
 
-def _avail(cluster, bookie, ledger_id, status, error, groups, key) -> Row:
+def _avail(cluster, bookie, ledger_id, status, error, groups, key, kind=evidence.ENTRIES_OF_LEDGER,
+           **probe) -> Row:
     return AVAILABILITY, {"cluster": cluster, "bookie": bookie, "ledger_id": ledger_id, "status": status,
-                          "error": error, "groups": groups, "source_key": key}
+                          "error": error, "groups": groups, "source_key": key, "evidence": kind,
+                          "probe_share": probe.get("probe_share"), "probed": probe.get("probed"),
+                          "absent": probe.get("absent")}
 
 
 def split_key(source_key: str) -> tuple[str, list[str]] | None:
@@ -79,7 +88,7 @@ def decode_file(source_key: str, data: bytes) -> list[Row]:
 def _kind(rest: list[str]) -> str:
     head = rest[0]
     if head == "ledger-metadata":
-        return ZNODE
+        return ZNODE_STAT if rest[-1].endswith(STAT_SUFFIX) else ZNODE
     if head == "ledger-metadata-http":
         return ADMIN_JSON
     if head == "entries-of-ledger":
@@ -90,6 +99,10 @@ def _kind(rest: list[str]) -> str:
         return RACKS_JSON
     if rest == ["collection.json"]:
         return COLLECTION
+    if head == "location-index":
+        return INDEX_INVENTORY if rest[-1] == "inventory.json" else INDEX_AVAIL
+    if head == "read-probes":
+        return PROBES_BOOKIE if rest[-1] == "bookie.json" else PROBES
     return "unknown"
 
 
@@ -115,6 +128,12 @@ def _decode(cluster: str, rest: list[str], key: str, data: bytes) -> Iterator[Ro
             raise PayloadError(key, "<root>", 'an object {"bookie": "/region/rack"}', racks)
         for bookie, rack in sorted(racks.items()):
             yield RACKS, {"cluster": cluster, "bookie": bookie, "rack": rack}
+    elif kind == ZNODE_STAT:
+        yield from stat_rows(cluster, rest, key, data)
+    elif kind in (INDEX_AVAIL, PROBES):
+        yield from ledger_evidence_rows(cluster, rest, key, data, kind)
+    elif kind in (INDEX_INVENTORY, PROBES_BOOKIE):
+        yield from bookie_evidence_rows(cluster, rest, key, data, kind)
     elif kind == COLLECTION:
         return  # the collector's own report; coverage is read from it elsewhere
     else:
@@ -173,3 +192,61 @@ def _bookie_lists(cluster: str, key: str, data: bytes) -> Iterator[Row]:
         state[b] = "readonly"  # a read-only bookie registers under available/readonly
     for b, st in sorted(state.items()):
         yield BOOKIES, {"cluster": cluster, "bookie": b, "state": st}
+
+
+
+def stat_rows(cluster: str, rest: list[str], key: str, data: bytes) -> Iterator[Row]:
+    """ledger-metadata/<znode path>.stat.json -> the znode's ctime, joined into bk_ledgers by normalize."""
+    path = "/".join(rest[1:])[: -len(STAT_SUFFIX)]
+    ledger_id = ledger_metadata.ledger_id_from_znode_path(path)
+    if ledger_id is None:
+        raise PayloadError(key, "key", "ledger-metadata/<ledger znode path>.stat.json", "/".join(rest))
+    yield ZNODE_STATS, {"cluster": cluster, "ledger_id": ledger_id, "znode_ctime": raw_evidence.znode_ctime(data, key),
+                        "source_key": key}
+
+
+def _bookie_and_ledger(rest: list[str], key: str, suffix: str) -> tuple[str, int]:
+    if len(rest) != 3 or not rest[2].endswith(suffix) or not rest[2][: -len(suffix)].isdigit():
+        raise PayloadError(key, "key", f"{rest[0]}/<bookieId>/<ledgerId>{suffix}", "/".join(rest))
+    return rest[1], int(rest[2][: -len(suffix)])
+
+
+def ledger_evidence_rows(cluster: str, rest: list[str], key: str, data: bytes, kind: str) -> Iterator[Row]:
+    """location-index/<bookie>/<ledgerId>.avail and read-probes/<bookie>/<ledgerId>.json -> one availability row.
+    Bad content leaves the bookie's holdings unknown (status error: a coverage gap) and is quarantined."""
+    bookie, ledger_id = _bookie_and_ledger(rest, key, ".avail" if kind == INDEX_AVAIL else ".json")
+    try:
+        if kind == INDEX_AVAIL:   # the list answer's own bytes, from the bookie's `locations` index
+            groups = _groups(availability.canonical_groups(availability.decode(data, key)))
+            yield _avail(cluster, bookie, ledger_id, "ok", None, groups, key, evidence.LOCATION_INDEX)
+            return
+        p = raw_evidence.probes(data, key, ledger_id)
+        probe = {"probe_share": p.share_percent, "probed": p.probed}
+        if p.probed and p.failed and not p.present and not p.absent:
+            error = "every read probe failed: " + ", ".join(f"{k} x{len(v)}" for k, v in p.failed.items())
+            yield _avail(cluster, bookie, ledger_id, "unavailable", error, None, key, evidence.READ_PROBE, **probe)
+        else:
+            yield _avail(cluster, bookie, ledger_id, "ok", None, None, key, evidence.READ_PROBE, absent=p.absent,
+                         **probe)
+    except PayloadError as e:
+        yield _avail(cluster, bookie, ledger_id, "error", f"undecodable evidence: {e}", None, key,
+                     evidence.LOCATION_INDEX if kind == INDEX_AVAIL else evidence.READ_PROBE)
+        yield _quarantine(cluster, key, kind, str(e))
+
+
+def bookie_evidence_rows(cluster: str, rest: list[str], key: str, data: bytes, kind: str) -> Iterator[Row]:
+    """location-index/<bookie>/inventory.json and read-probes/<bookie>/bookie.json -> one bk_bookie_evidence row."""
+    if len(rest) != 3:
+        raise PayloadError(key, "key", f"{rest[0]}/<bookieId>/{rest[-1]}", "/".join(rest))
+    bookie = rest[1]
+    row = {"cluster": cluster, "bookie": bookie, "source_key": key, "share_percent": None, "ledger_ids": None}
+    if kind == INDEX_INVENTORY:
+        inv = raw_evidence.inventory(data, key, bookie)
+        row.update(evidence=evidence.LOCATION_INDEX, complete=inv["complete"], reason=inv["reason"],
+                   ledger_ids=inv["ledger_ids"])
+    else:
+        doc = raw_evidence.probe_bookie(data, key, bookie)
+        # Probes never see what a bookie holds outside its stripe: never a complete inventory.
+        row.update(evidence=evidence.READ_PROBE, complete=False, share_percent=doc["share_percent"],
+                   reason=doc["reason"])
+    yield EVIDENCE, row

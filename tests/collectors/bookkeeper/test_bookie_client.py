@@ -14,7 +14,8 @@ from audit.formats.bookkeeper import availability, protocol
 from audit.lab.loopback import unused_loopback_port
 from tests.collectors.bookkeeper.fake_bookie import FakeBookie
 
-FAST = BookieClientConfig(connect_timeout_s=2.0, request_timeout_s=0.5, window=100, reconnects=1)
+FAST = BookieClientConfig(connect_timeout_s=2.0, request_timeout_s=0.5, window=100, reconnects=1,
+                          list_probe_timeout_s=0.2)
 
 
 def _files(root, bookie: str) -> dict[str, bytes]:
@@ -28,7 +29,8 @@ def _error(root, bookie: str, ledger_id: int) -> dict:
 
 def test_answers_are_stored_exactly_as_received_and_matched_by_txn_id(tmp_path):
     entries = {1: [0, 1, 2, 5, 6], 2: list(range(100)), 7: [3]}
-    with FakeBookie(entries, answer_in_batches_of=4) as bk:
+    # Ledger 1 goes alone (the capability probe); the other three come back as one batch, in reverse order.
+    with FakeBookie(entries, answer_in_batches_of=3) as bk:
         report = collect_entries_of_ledgers({bk.bookie_id: [1, 2, 7, 9]}, DirSink(tmp_path), config=FAST,
                                             cluster="bk-a")
     files = _files(tmp_path, bk.bookie_id)
@@ -126,3 +128,48 @@ def test_undecodable_answer_is_a_protocol_error_not_stored(tmp_path):
     assert set(_files(tmp_path, bk.bookie_id)) == {"1.error.json", "2.error.json"}
     assert {_error(tmp_path, bk.bookie_id, lid)["error"] for lid in (1, 2)} == {"protocol_error"}
     assert report.gaps[0].error.startswith("protocol_error")
+
+
+# -- capability probe: bookies that never answer GetListOfEntriesOfLedger (DbLedgerStorage, apache/bookkeeper#2078)
+def test_bookie_without_the_listing_is_detected_by_a_read_and_not_asked_again(tmp_path):
+    handed = []
+
+    async def probe(bookie, ledger_ids, reason):
+        handed.append((bookie, ledger_ids, reason))
+        from audit.collectors.base import CollectionReport
+        report = CollectionReport("bookkeeper", "bk-a")
+        report.count("probed_by_test")
+        return report
+
+    with FakeBookie({1: [0, 1], 2: [0]}, mode="no_list") as bk:
+        report = collect_entries_of_ledgers({bk.bookie_id: [3, 1, 2]}, DirSink(tmp_path), config=FAST,
+                                            cluster="bk-a", probe_unsupported=probe)
+    # One listing (the probe), one read of entry 0 of the same ledger, nothing more.
+    assert [lid for _, lid, _ in bk.requests] == [1]
+    assert [(lid, e) for _, lid, e, _ in bk.reads] == [(1, 0)]
+    assert [(b, ids) for b, ids, _ in handed] == [(bk.bookie_id, [1, 2, 3])]
+    assert "unanswered within 0.2 s while a ReadRequest was answered (EOK)" in handed[0][2]
+    assert report.counts["bookies_list_unsupported"] == 1
+    assert report.counts["entries_of_ledger_unsupported"] == 3
+    assert report.counts["probed_by_test"] == 1
+    assert report.gaps == [] and _files(tmp_path, bk.bookie_id) == {}
+
+
+def test_without_a_prober_unsupported_ledgers_are_errors_not_empty(tmp_path):
+    with FakeBookie({}, mode="no_list") as bk:
+        report = collect_entries_of_ledgers({bk.bookie_id: [4, 5]}, DirSink(tmp_path), config=FAST)
+    assert bk.reads[0][1:3] == (4, 0)  # ENOLEDGER is an answer too: the bookie is alive
+    assert {_error(tmp_path, bk.bookie_id, lid)["error"] for lid in (4, 5)} == {"list_unsupported"}
+    assert report.gaps[0].error.startswith("list_unsupported: GetListOfEntriesOfLedger unanswered")
+
+
+def test_listing_bookie_gets_no_reads_and_silent_bookie_stays_a_timeout(tmp_path):
+    with FakeBookie({1: [0], 2: [0]}) as answering, FakeBookie(mode="silent") as silent:
+        report = collect_entries_of_ledgers({answering.bookie_id: [1, 2], silent.bookie_id: [1, 2]},
+                                            DirSink(tmp_path), config=FAST)
+    assert answering.reads == [] and len(answering.requests) == 2
+    assert set(_files(tmp_path, answering.bookie_id)) == {"1.pb", "2.pb"}
+    assert {_error(tmp_path, silent.bookie_id, lid)["error"] for lid in (1, 2)} == {"timeout"}
+    # Each connection (1 + 1 reconnect) probes its first ledger: a listing, then a read, neither answered.
+    assert [lid for _, lid, _ in silent.requests] == [1, 2] and [r[1] for r in silent.reads] == [1, 2]
+    assert "bookies_list_unsupported" not in report.counts

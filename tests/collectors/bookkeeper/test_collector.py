@@ -49,6 +49,7 @@ def test_collects_metadata_then_asks_each_ensemble_bookie(zk_client, tmp_path):
     files = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
     assert files == {
         f"ledger-metadata/{legacy_path(1)}", f"ledger-metadata/{flat_path(2)}",
+        f"ledger-metadata/{legacy_path(1)}.stat.json", f"ledger-metadata/{flat_path(2)}.stat.json",
         "bookies/available.json", "bookies/racks.json", "collection.json",
         f"entries-of-ledger/{a.bookie_id}/1.pb", f"entries-of-ledger/{a.bookie_id}/2.pb",
         f"entries-of-ledger/{b.bookie_id}/1.pb", f"entries-of-ledger/{b.bookie_id}/2.pb",

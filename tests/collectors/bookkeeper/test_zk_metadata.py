@@ -11,7 +11,7 @@ from kazoo.security import make_digest_acl
 
 from audit.collectors.base import DirSink
 from audit.collectors.bookkeeper.zk_metadata import LEAF, LedgerZnode, child_kind, collect_ledger_metadata
-from audit.collectors.zkread import MultiReadData, MultiReadFormatError
+from audit.collectors.zkread import MultiReadData, MultiReadFormatError, MultiReadResults
 from audit.formats.bookkeeper.ledger_metadata import decode_znode, redact_password
 from audit.lab.loopback import unused_loopback_port
 from tests.collectors.bookkeeper.data import (PASSWORD, closed_ledger, flat_path, legacy_path, long_path, real_znode,
@@ -87,7 +87,8 @@ def test_all_layouts_are_stored_redacted_and_non_ledger_znodes_skipped(zk_client
                               LedgerZnode(1, legacy_path(1)), LedgerZnode(12345678, legacy_path(12345678)),
                               LedgerZnode(3, legacy_path(3)), LedgerZnode(big, long_path(big))])
     stored = _stored(sink_root)
-    assert set(stored) == {f"ledger-metadata/{rel}" for rel in originals} | {"bookies/available.json"}
+    assert set(stored) == ({f"ledger-metadata/{rel}" for rel in originals}
+                           | {f"ledger-metadata/{rel}.stat.json" for rel in originals} | {"bookies/available.json"})
     for rel, original in originals.items():
         data = stored[f"ledger-metadata/{rel}"]
         assert data == redact_password(original, rel)
@@ -172,7 +173,9 @@ def test_undecodable_znode_is_not_stored_and_becomes_a_gap(zk_client, tmp_path):
                                               timeout_s=10)
 
     assert ledgers == [LedgerZnode(1, flat_path(1))]
-    assert sorted(p.name for p in (tmp_path / "ledger-metadata").iterdir()) == [flat_path(1)]
+    # Neither the value nor the Stat of an unstored znode: no Stat without its ledger.
+    assert sorted(p.name for p in (tmp_path / "ledger-metadata").iterdir()) == [flat_path(1),
+                                                                                 f"{flat_path(1)}.stat.json"]
     assert report.counts["ledger_znodes_undecodable"] == 3
     gaps = {g.source: g for g in report.gaps}
     assert set(gaps) == {f"zookeeper://{zk_client.hosts_with_chroot}/ledgers/{flat_path(i)}" for i in (2, 3, 4)}
@@ -244,3 +247,47 @@ def test_multiread_reply_with_an_unexpected_operation_is_refused():
     reply = struct.pack("!iBi", 5, 0, 0) + struct.pack("!iBi", -1, 1, -1)  # a setData result
     with pytest.raises(MultiReadFormatError, match="MultiHeader.type"):
         MultiReadData.deserialize(reply, 0)
+
+
+STAT_FIELDS = ["czxid", "mzxid", "ctime", "mtime", "version", "cversion", "aversion", "ephemeralOwner",
+               "dataLength", "numChildren", "pzxid"]
+
+
+@pytest.mark.parametrize("batch", [1, 100])
+def test_each_stored_znode_keeps_its_stat_as_zookeeper_reports_it(zk_client, tmp_path, batch):
+    """The Stat beside each value is the one ZooKeeper hands kazoo's own getData, for multiRead batches and for
+    the one-getData-per-znode reads alike: its ctime is the creation time BookKeeper falls back to."""
+    _bookkeeper_scaffolding(zk_client)
+    paths = [flat_path(5), legacy_path(6), long_path(2**31 + 7)]
+    for i, rel in enumerate(paths):
+        _create(zk_client, f"/ledgers/{rel}", znode(closed_ledger(5 + i, [(0, (BK1, BK2))]), 3))
+    zk_client.set(f"/ledgers/{paths[0]}", znode(closed_ledger(5, [(0, (BK1, BK3))]), 3))  # mtime, version move
+
+    report, ledgers = collect_ledger_metadata(zk_client.hosts_with_chroot, "/ledgers", DirSink(tmp_path),
+                                              timeout_s=10, batch=batch)
+
+    assert report.gaps == [] and len(ledgers) == 3
+    assert ("multiread_unsupported" in report.counts) is False
+    for rel in paths:
+        _, expected = zk_client.get(f"/ledgers/{rel}")
+        stored = json.loads((tmp_path / "ledger-metadata" / f"{rel}.stat.json").read_bytes())
+        assert list(stored) == STAT_FIELDS
+        assert stored == expected._asdict(), rel
+        assert stored["ctime"] > 0 and all(isinstance(v, int) for v in stored.values())
+    first = json.loads((tmp_path / "ledger-metadata" / f"{paths[0]}.stat.json").read_bytes())
+    assert first["version"] == 1 and first["mtime"] >= first["ctime"]
+
+
+def test_multiread_reply_decodes_each_stat_like_kazoo_get():
+    stat = tuple(range(1, 12))  # czxid .. pzxid, each field distinct
+    reply = (struct.pack("!iBi", 4, 0, 0) + struct.pack("!i", 3) + b"abc" + struct.pack("!qqqqiiiqiiq", *stat)
+             + struct.pack("!iBi", -1, 0, -101) + struct.pack("!i", -101)  # NoNode in the second slot
+             + struct.pack("!iBi", 4, 0, 0) + struct.pack("!i", -1) + struct.pack("!qqqqiiiqiiq", *stat)
+             + struct.pack("!iBi", -1, 1, -1))
+    results = MultiReadData.deserialize(reply, 0)
+    assert isinstance(results, MultiReadResults) and len(results) == 3
+    data, znode_stat = results[0]
+    assert data == b"abc" and tuple(znode_stat) == stat and znode_stat.ctime == 3
+    assert type(results[1]).__name__ == "NoNodeError"
+    assert results[2][0] is None and results[2][1].pzxid == 11
+    assert "abc" not in repr(results)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Mapping
 
 from audit.domain.bookkeeper.model import CLOSED, LedgerMetadata
-from audit.domain.bookkeeper.replicas import NO_ANSWER, OK, BookieAnswer
+from audit.domain.bookkeeper.evidence import expected_holdings
+from audit.domain.bookkeeper.replicas import NO_ANSWER, OK, UNMAPPABLE_PROBES, BookieAnswer
 from audit.formats.bookkeeper.availability import groups_contain
 
 
@@ -26,14 +27,26 @@ def _runs(flags: list[tuple[int, bool]]) -> list[tuple[int, int]]:
 def oracle(md: LedgerMetadata, availability: Mapping[str, BookieAnswer]) -> dict:
     E, Qw, Qa = md.ensemble_size, md.write_quorum_size, md.ack_quorum_size
 
+    def expected_on(bookie: str, e: int) -> bool:
+        return any(first <= e <= last and any(b == bookie and (i - e) % E < Qw for i, b in enumerate(seg.ensemble))
+                   for seg, first, last in md.segment_bounds())
+
     def holds(bookie: str, e: int) -> bool | None:
         a = availability.get(bookie)
         if a is None or a.status not in (OK, "no_such_ledger"):
             return None
+        if a.is_probe:   # every expected entry but the probed-absent ones
+            if expected_holdings(md, bookie) is None:
+                return None
+            return expected_on(bookie, e) and e not in a.absent
         return a.status == OK and groups_contain(a.groups, e)
 
+    def why(bookie: str) -> str:
+        a = availability.get(bookie)
+        return NO_ANSWER if a is None else UNMAPPABLE_PROBES if a.is_probe else a.error or a.status
+
     max_m, lost, below_ack, below_write = 0, 0, 0, 0
-    fragments, outside, unavailable = {}, {}, {}
+    fragments, outside, unavailable, wrong_by, wrong = {}, {}, {}, {}, 0
     for seg, first, last in md.segment_bounds():
         first = max(first, 0)
         if last < first:
@@ -41,9 +54,9 @@ def oracle(md: LedgerMetadata, availability: Mapping[str, BookieAnswer]) -> dict
         ens = seg.ensemble
         for b in ens:
             if holds(b, 0) is None:
-                a = availability.get(b)
-                unavailable[b] = (a.error or a.status) if a else NO_ANSWER
+                unavailable[b] = why(b)
         per_index = {i: [] for i in range(E)}
+        short = set()
         for e in range(first, last + 1):
             m = 0
             for w in range(Qw):
@@ -51,6 +64,11 @@ def oracle(md: LedgerMetadata, availability: Mapping[str, BookieAnswer]) -> dict
                 h = holds(ens[i], e)
                 if h is False:
                     m += 1
+            if m:
+                short.add(e)
+                elsewhere = [b for b in availability if holds(b, e) and
+                             not any(ens[i] == b and (i - e) % E < Qw for i in range(E))]
+                wrong += bool(elsewhere)
             for i in range(E):
                 if (i - e) % E < Qw:
                     per_index[i].append((e, holds(ens[i], e) is False))
@@ -73,9 +91,13 @@ def oracle(md: LedgerMetadata, availability: Mapping[str, BookieAnswer]) -> dict
             n = sum(f for _, f in flags)
             if n:
                 outside[(first, b)] = (n, _runs(flags))
+            wflags = [(e, f and e in short) for e, f in flags]
+            n = sum(f for _, f in wflags)
+            if n:
+                wrong_by[(first, b)] = (n, _runs(wflags))
     return {"least_replicas": Qw - max_m, "lost": lost, "below_ack": below_ack, "below_write": below_write,
             "fragments": fragments, "outside": outside, "unavailable": sorted(unavailable.items()),
-            "entries": md.last_entry_id + 1}
+            "entries": md.last_entry_id + 1, "wrong": wrong, "wrong_by": wrong_by}
 
 
 def verdict_as_oracle(v) -> dict:
@@ -86,7 +108,9 @@ def verdict_as_oracle(v) -> dict:
                           for f in v.fragments},
             "outside": {(o.segment_first_entry_id, o.bookie): (o.entry_count, list(o.ranges))
                         for o in v.outside_ensemble},
-            "unavailable": list(v.unavailable_bookies), "entries": v.entries}
+            "unavailable": list(v.unavailable_bookies), "entries": v.entries, "wrong": v.wrong_ensemble_entries,
+            "wrong_by": {(o.segment_first_entry_id, o.bookie): (o.entry_count, list(o.ranges))
+                         for o in v.wrong_ensemble}}
 
 
 def is_closed_auditable(md: LedgerMetadata) -> bool:

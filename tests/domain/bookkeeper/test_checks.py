@@ -26,7 +26,7 @@ def _findings() -> list[dict]:
     answers["b1"] = ok([e for e in expected_entries(closed, "b1") if e not in (0, 1, 2)])   # 0: lost
     answers["b2"] = ok([e for e in expected_entries(closed, "b2") if e not in (0, 1)])      # 1: below Qa
     answers["b3"] = ok([e for e in expected_entries(closed, "b3") if e != 0])               # 2: below Qw
-    answers["bx"] = ok([5, 6])                                                              # outside the ensemble
+    answers["bx"] = ok([0, 5, 6])     # outside the ensemble; entry 0, which its write set lacks: #4651's shape
     # OPEN for too long, Qa > Qw, one rack only, b2 never registered, b3 dead
     stuck = ledger({0: ["b1", "b2", "b3"]}, -1, Qw=2, Qa=3, ledger_id=2, state=OPEN, ctime=1)
     return (audit_parsed("c", closed, answers, settings)["violations"]

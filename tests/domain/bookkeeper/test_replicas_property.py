@@ -35,8 +35,12 @@ def answers(draw, md):
                                                                                         max_size=2))))
     out = {}
     for b in bookies:
-        kind = draw(st.sampled_from(["ok"] * 6 + ["no_such_ledger", "unavailable", "absent"]))
+        kind = draw(st.sampled_from(["ok"] * 6 + ["no_such_ledger", "unavailable", "absent", "probe"]))
         if kind == "absent":
+            continue
+        if kind == "probe":      # read probes: every expected entry but the probed-absent ones
+            absent = draw(st.lists(st.integers(0, md.last_entry_id + 2), max_size=6))
+            out[b] = BookieAnswer.read_probes(draw(st.sampled_from([1, 10, 100])), len(absent) + 3, absent)
             continue
         if kind == "no_such_ledger":
             out[b] = BookieAnswer.no_such_ledger()

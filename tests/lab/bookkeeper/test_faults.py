@@ -88,7 +88,9 @@ def test_every_ensemble_bookie_is_asked_about_every_ledger(run):
     for lid, md in snap.metadata.items():
         for seg in md.segments:
             for b in seg.ensemble:
-                assert (b, lid) in snap.answers or (b, lid) in snap.errors
+                # read probes need the ledger's end: only CLOSED ledgers are probed
+                probed_later = lab.evidence(b) == "read_probe" and md.state != CLOSED
+                assert (b, lid) in snap.answers or (b, lid) in snap.errors or probed_later
     assert set(snap.racks) == set(lab.bookies) and len(set(snap.racks.values())) == 3
     assert snap.bookies["cookies"] == sorted(lab.bookies)
 
@@ -151,9 +153,11 @@ def test_replaced_ensemble_race_leaves_entries_on_bookies_the_metadata_does_not_
             counts = {f["check"]: f["entry_count"] for f in findings(truth, lid) if "entry_count" in f}
             assert counts == {"bk.entries_lost": in_flight, "bk.entries_outside_ensemble": in_flight}
             # the old bookie still named by segment 0 answers with the raced entries it should not have
-            (outside,) = findings(truth, lid, "bk.entries_outside_ensemble")
-            held = snap.answers[(outside["bookie"], lid)][1]
-            assert held - expected_on(md, outside["bookie"]) == set(raced)
+            seen = [o for o in truth["outside_ensemble"] if o["ledger_id"] == lid]
+            assert seen and all(o["entry_count"] == in_flight for o in seen)
+            for o in seen:
+                held = snap.answers[(o["bookie"], lid)][1]
+                assert held - expected_on(md, o["bookie"]) == set(raced)
             assert replica_counts(snap, lid)["lost"] == in_flight
 
 
@@ -164,7 +168,7 @@ def test_disk_loss_answers_enoledger_for_the_lost_ledgers_only(run):
         assert bookie in snap.bookies["available"]
         kinds = set()
         for lid in fault["ledgers"]:
-            assert snap.answers[(bookie, lid)] == ("ENOLEDGER", None)
+            assert _holds_nothing(snap.answers[(bookie, lid)])
             md = snap.metadata[lid]
             c = replica_counts(snap, lid)
             assert c["below_write"] == len(expected_on(md, bookie)) > 0
@@ -173,7 +177,7 @@ def test_disk_loss_answers_enoledger_for_the_lost_ledgers_only(run):
             kinds.add(c["below_ack"] > 0)
         assert kinds == {True, False}   # Qw-1 < Qa for some ledgers, >= Qa for others
         others = [lid for (b, lid), (status, _) in snap.answers.items() if b == bookie and lid not in fault["ledgers"]]
-        assert others and all(snap.answers[(bookie, lid)][0] == "EOK" for lid in others)
+        assert others and all(snap.answers[(bookie, lid)][1] for lid in others)
 
 
 def test_unreachable_bookie_is_a_coverage_gap_not_missing_data(run):
@@ -197,7 +201,7 @@ def test_closed_ledger_without_data(run):
         for lid in fault["ledgers"]:
             md = snap.metadata[lid]
             assert md.state == CLOSED and md.length > 0
-            assert {snap.answers[(b, lid)] for s in md.segments for b in s.ensemble} == {("ENOLEDGER", None)}
+            assert all(_holds_nothing(snap.answers[(b, lid)]) for s in md.segments for b in s.ensemble)
             n = md.last_entry_id + 1
             got = {f["check"]: f["entry_count"] for f in findings(truth, lid)}
             assert got == {"bk.entries_lost": n}
@@ -208,12 +212,11 @@ def test_open_ledger_being_written_is_not_flagged(run):
     for fault in faults_of(truth, "open_ledger_writing"):
         for lid in fault["ledgers"]:
             md = snap.metadata[lid]
-            assert md.state == OPEN and md.last_entry_id == -1 and AS_OF - md.ctime < 10 * 60_000
+            assert md.state == OPEN and md.last_entry_id == -1 and AS_OF - snap.stats[lid]["ctime"] < 10 * 60_000
             assert findings(truth, lid) == []
-            # its newest add has reached only part of its write set: a ReplicasCheck would misread it
+            # writes went on while the bookies were asked: they hold entries added after the metadata was read
             newest = max(max(held) for (b, l), (_, held) in snap.answers.items() if l == lid and held)
-            holders = [b for (b, l), (_, held) in snap.answers.items() if l == lid and held and newest in held]
-            assert len(holders) < md.write_quorum_size
+            assert newest >= lab.state.tail_after_snapshot[lid]
 
 
 def test_abandoned_open_ledger_is_open_too_long(run):
@@ -224,7 +227,9 @@ def test_abandoned_open_ledger_is_open_too_long(run):
             assert md.state == OPEN
             (f,) = findings(truth, lid)
             assert f["check"] == "bk.ledger_open_too_long"
-            assert f["open_age_ms"] == AS_OF - md.ctime >= fault["params"]["age_hours"] * 3_600_000
+            # a default client stores no ctime: the znode's ZooKeeper ctime is the creation time
+            ctime = md.ctime if md.ctime else snap.stats[lid]["ctime"]
+            assert f["open_age_ms"] == AS_OF - ctime >= fault["params"]["age_hours"] * 3_600_000
 
 
 def test_placement_violation_puts_every_write_set_in_one_rack(run):
@@ -252,3 +257,54 @@ def test_ground_truth_is_json_and_names_checks_from_the_contract(run):
     for f in truth["findings"]:
         assert f["check"] in allowed and f["cluster"] == "bk-lab" and f["ledger_id"] in snap.metadata
         assert f.get("entry_count", 1) > 0 and f["detail"]
+
+
+def _holds_nothing(answer) -> bool:
+    status, held = answer
+    return status == "ENOLEDGER" or (status == "PROBED" and not held)
+
+
+def test_default_clients_store_no_ctime_and_every_znode_has_its_stat(run):
+    lab, sink, snap, truth = run
+    stored = [md for md in snap.metadata.values() if md.ctime is not None]
+    assert 0 < len(stored) < len(snap.metadata) / 2     # storeSystemTimeAsLedgerCreationTime is false by default
+    assert set(snap.stats) == set(snap.metadata)
+    for lid, stat in snap.stats.items():
+        assert stat["ctime"] == lab.state.znode_times[lid][0] <= AS_OF
+        assert stat["dataLength"] == len(lab.znode(lid, with_password=True))
+
+
+def test_dbledgerstorage_bookies_never_answer_the_list_and_their_evidence_comes_another_way(run):
+    lab, sink, snap, truth = run
+    kinds = {b: lab.storage(b) for b in lab.bookies}
+    assert set(kinds.values()) == {"DbLedgerStorage", "SortedLedgerStorage"}
+    named = {b for md in snap.metadata.values() for s in md.segments for b in s.ensemble}
+    for b, kind in kinds.items():
+        listed = any(k.startswith(f"entries-of-ledger/{b}/") and k.endswith(".pb") for k in sink)
+        assert listed == (kind == "SortedLedgerStorage" and lab.reachable(b) and b in named)
+    evidence = {lab.evidence(b) for b in lab.bookies if kinds[b] == "DbLedgerStorage" and lab.reachable(b)}
+    assert evidence == {"location_index", "read_probe"}
+    for b, inventory in snap.inventories.items():
+        assert inventory["complete"] and inventory["entries"] == sum(map(len, lab.holdings(b).values()))
+    assert snap.probe_bookies and all(doc["share_percent"] == 100 for doc in snap.probe_bookies.values())
+
+
+def test_slow_bookie_and_rereplication_leave_entries_outside_the_ensemble_without_a_finding(run):
+    lab, sink, snap, truth = run
+    for fault in faults_of(truth, "slow_bookie"):
+        slow = fault["params"]["bookie"]
+        for lid in fault["ledgers"]:
+            md = snap.metadata[lid]
+            assert findings(truth, lid) == [] and len(md.segments) == 2
+            changed_at = md.segments[1].first_entry_id
+            assert slow not in md.segments[1].ensemble
+            assert changed_at in lab.entries_on(slow, lid)   # persisted after the client gave up on it
+    for fault in faults_of(truth, "rereplication"):
+        lost = fault["params"]["bookie"]
+        assert lost in snap.bookies["available"]             # it came back
+        for lid in fault["ledgers"]:
+            md = snap.metadata[lid]
+            assert findings(truth, lid) == [] and "rereplication" in lab.state.roles[lid]
+            assert all(lost not in s.ensemble for s in md.segments)
+            assert lab.entries_on(lost, lid)                 # with its old copies
+            assert replica_counts(snap, lid)["below_write"] == 0

@@ -23,12 +23,32 @@ class Snapshot:
     errors: dict[tuple[str, int], dict] = field(default_factory=dict)
     bookies: dict[str, list[str]] = field(default_factory=dict)
     racks: dict[str, str] = field(default_factory=dict)
+    stats: dict[int, dict] = field(default_factory=dict)                 # ledger -> znode Stat
+    inventories: dict[str, dict] = field(default_factory=dict)           # location-index bookie -> inventory
+    probes: dict[tuple[str, int], dict] = field(default_factory=dict)    # read probes of (bookie, ledger)
+    probe_bookies: dict[str, dict] = field(default_factory=dict)
 
 
 def read_snapshot(sink: dict[str, bytes]) -> Snapshot:
     snap = Snapshot()
     for key, data in sink.items():
-        if key.startswith("ledger-metadata/"):
+        if key.startswith("ledger-metadata/") and key.endswith(".stat.json"):
+            lid = ledger_metadata.ledger_id_from_znode_path(key[len("ledger-metadata/"):-len(".stat.json")])
+            snap.stats[lid] = json.loads(data)
+        elif key.startswith("location-index/"):
+            _, bookie, leaf = key.split("/")
+            if leaf == "inventory.json":
+                snap.inventories[bookie] = json.loads(data)
+            else:
+                held = set(availability.iter_entries(availability.decode(data, key)))
+                snap.answers[(bookie, int(leaf[: -len(".avail")]))] = ("EOK", held)
+        elif key.startswith("read-probes/"):
+            _, bookie, leaf = key.split("/")
+            if leaf == "bookie.json":
+                snap.probe_bookies[bookie] = json.loads(data)
+            else:
+                snap.probes[(bookie, int(leaf[: -len(".json")]))] = json.loads(data)
+        elif key.startswith("ledger-metadata/"):
             lid = ledger_metadata.ledger_id_from_znode_path(key[len("ledger-metadata/"):])
             snap.metadata[lid] = ledger_metadata.decode_znode(data, key, lid)
         elif key.startswith("entries-of-ledger/"):
@@ -49,6 +69,15 @@ def read_snapshot(sink: dict[str, bytes]) -> Snapshot:
             snap.racks = json.loads(data)
         else:
             raise AssertionError(f"unexpected key {key}")
+    for lid, md in snap.metadata.items():
+        for bookie in {b for seg in md.segments for b in seg.ensemble}:
+            if bookie in snap.inventories and (bookie, lid) not in snap.answers:
+                snap.answers[(bookie, lid)] = ("ENOLEDGER", None)   # a complete index without the ledger
+            elif (bookie, lid) in snap.probes:
+                # probes judge only what they read: every other entry placed on the bookie counts as held
+                doc = snap.probes[(bookie, lid)]
+                absent = {e for ids in doc["absent"].values() for e in ids}
+                snap.answers[(bookie, lid)] = ("PROBED", expected_on(md, bookie) - absent)
     return snap
 
 

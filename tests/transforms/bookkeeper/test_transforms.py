@@ -47,12 +47,13 @@ def frames(spark):
         + [("c1", "BK1", "available", None), ("c1", "BK2", "readonly", None), ("c1", "BK3", "available", None),
            ("c1", "BK4", "registered", None)], BOOKIES)
     state = T.ledger_state(ledgers, availability)
-    metrics, fragments, violations = T.audit(state, bookies, run_id="r1", as_of_ms=AS_OF,
-                                                     open_ledger_max_age_ms=DAY)
+    metrics, fragments, violations, outside = T.audit(state, bookies, run_id="r1", as_of_ms=AS_OF,
+                                                      open_ledger_max_age_ms=DAY)
     return {"state": state, "metrics": {r["ledger_id"]: r.asDict() for r in metrics.collect()},
             "fragments": [r.asDict(recursive=True) for r in fragments.collect()],
             "violations": [r.asDict() for r in violations.collect()],
-            "schemas": (metrics.schema, fragments.schema, violations.schema)}
+            "outside": [r.asDict(recursive=True) for r in outside.collect()],
+            "schemas": (metrics.schema, fragments.schema, violations.schema, outside.schema)}
 
 
 def test_ledger_state_is_one_row_per_ledger(frames):
@@ -63,7 +64,8 @@ def test_ledger_state_is_one_row_per_ledger(frames):
 
 
 def test_output_schemas_follow_the_contract(frames):
-    m, f, v = frames["schemas"]
+    m, f, v, o = frames["schemas"]
+    assert o.simpleString() == T.OUTSIDE.simpleString()
     assert m.simpleString() == T.METRICS.simpleString()
     assert f.simpleString() == T.FRAGMENTS.simpleString()
     assert v.simpleString() == T.VIOLATIONS.simpleString()
@@ -73,7 +75,8 @@ def test_metrics(frames):
     m = frames["metrics"]
     assert m[1] == dict(cluster="c1", ledger_id=1, state=CLOSED, audited=True, least_replicas=2, entries=30,
                         entries_lost=0, entries_below_ack_quorum=0, entries_below_write_quorum=0,
-                        unavailable_bookies=0, write_quorum=2, ack_quorum=2)
+                        unavailable_bookies=0, write_quorum=2, ack_quorum=2, entries_outside_ensemble=0, ctime=None)
+    assert (m[2]["entries_outside_ensemble"], m[3]["ctime"]) == (4, AS_OF - 3 * DAY)
     assert (m[2]["least_replicas"], m[2]["entries_lost"], m[2]["entries_below_ack_quorum"]) == (0, 2, 2)
     assert (m[3]["audited"], m[3]["least_replicas"], m[3]["entries"]) == (False, None, 0)
     # ledger 4: b1 unavailable (not counted), b2 lost entry 4 -> 1 replica < Qa=2
@@ -96,7 +99,7 @@ def test_violations(frames):
         ("bk.ensemble_unknown_bookie", "major", "ledger 4", 20),
         ("bk.entries_below_ack_quorum", "major", "ledger 4", 1),
         ("bk.entries_lost", "critical", "ledger 2", 2),
-        ("bk.entries_outside_ensemble", "major", "ledger 2", 4),
+        ("bk.entries_outside_ensemble", "major", "ledger 2", 2),   # entries 5, 6, each once (#4651)
         ("bk.ledger_open_too_long", "warning", "ledger 3", 0),
         ("bk.placement_violation", "minor", "ledger 1", 10),        # write set {b1,b2} of e = 0 mod 3
         ("bk.placement_violation", "minor", "ledger 3", 0),         # OPEN: every write set judged, no count
@@ -108,3 +111,12 @@ def test_violations(frames):
     lost = next(v for v in frames["violations"] if v["check"] == "bk.entries_lost")
     ev = json.loads(lost["evidence"])
     assert ev["least_replicas"] == 0 and {f["bookie"] for f in ev["fragments"]} == {"BK3", "BK4"}
+    wrong = next(v for v in frames["violations"] if v["check"] == "bk.entries_outside_ensemble")
+    assert [(p["bookie"], p["entry_count"], p["ranges"]) for p in json.loads(wrong["evidence"])["outside"]] == [
+        ("BK1", 2, [[5, 6]]), ("BK2", 2, [[5, 6]])]
+
+
+def test_outside_ensemble_information(frames):
+    got = sorted((o["ledger_id"], o["bookie"], o["segment_first_entry_id"], o["entry_count"],
+                  [(r["first"], r["last"]) for r in o["ranges"]]) for o in frames["outside"])
+    assert got == [(2, "BK1", 5, 2, [(5, 6)]), (2, "BK2", 5, 2, [(5, 6)])]

@@ -24,27 +24,33 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x42ookkeeperProtocol.proto\"z\n\x0e\x42KPacketHeader\x12!\n\x07version\x18\x01 \x02(\x0e\x32\x10.ProtocolVersion\x12!\n\toperation\x18\x02 \x02(\x0e\x32\x0e.OperationType\x12\r\n\x05txnId\x18\x03 \x02(\x04\x12\x13\n\x08priority\x18\x04 \x01(\r:\x01\x30\"u\n\x07Request\x12\x1f\n\x06header\x18\x01 \x02(\x0b\x32\x0f.BKPacketHeader\x12I\n\x1fgetListOfEntriesOfLedgerRequest\x18l \x01(\x0b\x32 .GetListOfEntriesOfLedgerRequest\"3\n\x1fGetListOfEntriesOfLedgerRequest\x12\x10\n\x08ledgerId\x18\x01 \x02(\x03\"\x95\x01\n\x08Response\x12\x1f\n\x06header\x18\x01 \x02(\x0b\x32\x0f.BKPacketHeader\x12\x1b\n\x06status\x18\x02 \x02(\x0e\x32\x0b.StatusCode\x12K\n getListOfEntriesOfLedgerResponse\x18l \x01(\x0b\x32!.GetListOfEntriesOfLedgerResponse\"x\n GetListOfEntriesOfLedgerResponse\x12\x1b\n\x06status\x18\x01 \x02(\x0e\x32\x0b.StatusCode\x12\x10\n\x08ledgerId\x18\x02 \x02(\x03\x12%\n\x1d\x61vailabilityOfEntriesOfLedger\x18\x03 \x01(\x0c*F\n\x0fProtocolVersion\x12\x0f\n\x0bVERSION_ONE\x10\x01\x12\x0f\n\x0bVERSION_TWO\x10\x02\x12\x11\n\rVERSION_THREE\x10\x03*\xb7\x01\n\nStatusCode\x12\x07\n\x03\x45OK\x10\x00\x12\x0e\n\tENOLEDGER\x10\x92\x03\x12\r\n\x08\x45NOENTRY\x10\x93\x03\x12\x0c\n\x07\x45\x42\x41\x44REQ\x10\x94\x03\x12\x08\n\x03\x45IO\x10\xf5\x03\x12\x08\n\x03\x45UA\x10\xf6\x03\x12\x10\n\x0b\x45\x42\x41\x44VERSION\x10\xf7\x03\x12\x0c\n\x07\x45\x46\x45NCED\x10\xf8\x03\x12\x0e\n\tEREADONLY\x10\xf9\x03\x12\x15\n\x10\x45TOOMANYREQUESTS\x10\xfa\x03\x12\x18\n\x13\x45UNKNOWNLEDGERSTATE\x10\xfb\x03*\xef\x01\n\rOperationType\x12\x0e\n\nREAD_ENTRY\x10\x01\x12\r\n\tADD_ENTRY\x10\x02\x12\x14\n\x10RANGE_READ_ENTRY\x10\x03\x12\x13\n\x0fRANGE_ADD_ENTRY\x10\x04\x12\x08\n\x04\x41UTH\x10\x05\x12\r\n\tWRITE_LAC\x10\x06\x12\x0c\n\x08READ_LAC\x10\x07\x12\x13\n\x0fGET_BOOKIE_INFO\x10\x08\x12\r\n\tSTART_TLS\x10\t\x12\x10\n\x0c\x46ORCE_LEDGER\x10\n\x12!\n\x1dGET_LIST_OF_ENTRIES_OF_LEDGER\x10\x0b\x12\x14\n\x10\x42\x41TCH_READ_ENTRY\x10\x0c')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x42ookkeeperProtocol.proto\"z\n\x0e\x42KPacketHeader\x12!\n\x07version\x18\x01 \x02(\x0e\x32\x10.ProtocolVersion\x12!\n\toperation\x18\x02 \x02(\x0e\x32\x0e.OperationType\x12\r\n\x05txnId\x18\x03 \x02(\x04\x12\x13\n\x08priority\x18\x04 \x01(\r:\x01\x30\"\x98\x01\n\x07Request\x12\x1f\n\x06header\x18\x01 \x02(\x0b\x32\x0f.BKPacketHeader\x12!\n\x0breadRequest\x18\x64 \x01(\x0b\x32\x0c.ReadRequest\x12I\n\x1fgetListOfEntriesOfLedgerRequest\x18l \x01(\x0b\x32 .GetListOfEntriesOfLedgerRequest\"\xb9\x01\n\x0bReadRequest\x12\x1f\n\x04\x66lag\x18\x64 \x01(\x0e\x32\x11.ReadRequest.Flag\x12\x10\n\x08ledgerId\x18\x01 \x02(\x03\x12\x0f\n\x07\x65ntryId\x18\x02 \x02(\x03\x12\x11\n\tmasterKey\x18\x03 \x01(\x0c\x12\x13\n\x0bpreviousLAC\x18\x04 \x01(\x03\x12\x0f\n\x07timeOut\x18\x05 \x01(\x03\"-\n\x04\x46lag\x12\x10\n\x0c\x46\x45NCE_LEDGER\x10\x01\x12\x13\n\x0f\x45NTRY_PIGGYBACK\x10\x02\"3\n\x1fGetListOfEntriesOfLedgerRequest\x12\x10\n\x08ledgerId\x18\x01 \x02(\x03\"\xba\x01\n\x08Response\x12\x1f\n\x06header\x18\x01 \x02(\x0b\x32\x0f.BKPacketHeader\x12\x1b\n\x06status\x18\x02 \x02(\x0e\x32\x0b.StatusCode\x12#\n\x0creadResponse\x18\x64 \x01(\x0b\x32\r.ReadResponse\x12K\n getListOfEntriesOfLedgerResponse\x18l \x01(\x0b\x32!.GetListOfEntriesOfLedgerResponse\"\x88\x01\n\x0cReadResponse\x12\x1b\n\x06status\x18\x01 \x02(\x0e\x32\x0b.StatusCode\x12\x10\n\x08ledgerId\x18\x02 \x02(\x03\x12\x0f\n\x07\x65ntryId\x18\x03 \x02(\x03\x12\x0c\n\x04\x62ody\x18\x04 \x01(\x0c\x12\x0e\n\x06maxLAC\x18\x05 \x01(\x03\x12\x1a\n\x12lacUpdateTimestamp\x18\x06 \x01(\x03\"x\n GetListOfEntriesOfLedgerResponse\x12\x1b\n\x06status\x18\x01 \x02(\x0e\x32\x0b.StatusCode\x12\x10\n\x08ledgerId\x18\x02 \x02(\x03\x12%\n\x1d\x61vailabilityOfEntriesOfLedger\x18\x03 \x01(\x0c*F\n\x0fProtocolVersion\x12\x0f\n\x0bVERSION_ONE\x10\x01\x12\x0f\n\x0bVERSION_TWO\x10\x02\x12\x11\n\rVERSION_THREE\x10\x03*\xb7\x01\n\nStatusCode\x12\x07\n\x03\x45OK\x10\x00\x12\x0e\n\tENOLEDGER\x10\x92\x03\x12\r\n\x08\x45NOENTRY\x10\x93\x03\x12\x0c\n\x07\x45\x42\x41\x44REQ\x10\x94\x03\x12\x08\n\x03\x45IO\x10\xf5\x03\x12\x08\n\x03\x45UA\x10\xf6\x03\x12\x10\n\x0b\x45\x42\x41\x44VERSION\x10\xf7\x03\x12\x0c\n\x07\x45\x46\x45NCED\x10\xf8\x03\x12\x0e\n\tEREADONLY\x10\xf9\x03\x12\x15\n\x10\x45TOOMANYREQUESTS\x10\xfa\x03\x12\x18\n\x13\x45UNKNOWNLEDGERSTATE\x10\xfb\x03*\xef\x01\n\rOperationType\x12\x0e\n\nREAD_ENTRY\x10\x01\x12\r\n\tADD_ENTRY\x10\x02\x12\x14\n\x10RANGE_READ_ENTRY\x10\x03\x12\x13\n\x0fRANGE_ADD_ENTRY\x10\x04\x12\x08\n\x04\x41UTH\x10\x05\x12\r\n\tWRITE_LAC\x10\x06\x12\x0c\n\x08READ_LAC\x10\x07\x12\x13\n\x0fGET_BOOKIE_INFO\x10\x08\x12\r\n\tSTART_TLS\x10\t\x12\x10\n\x0c\x46ORCE_LEDGER\x10\n\x12!\n\x1dGET_LIST_OF_ENTRIES_OF_LEDGER\x10\x0b\x12\x14\n\x10\x42\x41TCH_READ_ENTRY\x10\x0c')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'BookkeeperProtocol_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_PROTOCOLVERSION']._serialized_start=598
-  _globals['_PROTOCOLVERSION']._serialized_end=668
-  _globals['_STATUSCODE']._serialized_start=671
-  _globals['_STATUSCODE']._serialized_end=854
-  _globals['_OPERATIONTYPE']._serialized_start=857
-  _globals['_OPERATIONTYPE']._serialized_end=1096
+  _globals['_PROTOCOLVERSION']._serialized_start=998
+  _globals['_PROTOCOLVERSION']._serialized_end=1068
+  _globals['_STATUSCODE']._serialized_start=1071
+  _globals['_STATUSCODE']._serialized_end=1254
+  _globals['_OPERATIONTYPE']._serialized_start=1257
+  _globals['_OPERATIONTYPE']._serialized_end=1496
   _globals['_BKPACKETHEADER']._serialized_start=28
   _globals['_BKPACKETHEADER']._serialized_end=150
-  _globals['_REQUEST']._serialized_start=152
-  _globals['_REQUEST']._serialized_end=269
-  _globals['_GETLISTOFENTRIESOFLEDGERREQUEST']._serialized_start=271
-  _globals['_GETLISTOFENTRIESOFLEDGERREQUEST']._serialized_end=322
-  _globals['_RESPONSE']._serialized_start=325
-  _globals['_RESPONSE']._serialized_end=474
-  _globals['_GETLISTOFENTRIESOFLEDGERRESPONSE']._serialized_start=476
-  _globals['_GETLISTOFENTRIESOFLEDGERRESPONSE']._serialized_end=596
+  _globals['_REQUEST']._serialized_start=153
+  _globals['_REQUEST']._serialized_end=305
+  _globals['_READREQUEST']._serialized_start=308
+  _globals['_READREQUEST']._serialized_end=493
+  _globals['_READREQUEST_FLAG']._serialized_start=448
+  _globals['_READREQUEST_FLAG']._serialized_end=493
+  _globals['_GETLISTOFENTRIESOFLEDGERREQUEST']._serialized_start=495
+  _globals['_GETLISTOFENTRIESOFLEDGERREQUEST']._serialized_end=546
+  _globals['_RESPONSE']._serialized_start=549
+  _globals['_RESPONSE']._serialized_end=735
+  _globals['_READRESPONSE']._serialized_start=738
+  _globals['_READRESPONSE']._serialized_end=874
+  _globals['_GETLISTOFENTRIESOFLEDGERRESPONSE']._serialized_start=876
+  _globals['_GETLISTOFENTRIESOFLEDGERRESPONSE']._serialized_end=996
 # @@protoc_insertion_point(module_scope)
