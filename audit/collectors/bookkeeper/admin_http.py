@@ -29,6 +29,7 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from audit.collectors.base import CollectionReport, RawSink
+from audit.collectors.http import root_cause
 from audit.formats.errors import PayloadError
 
 SYSTEM = "bookkeeper"
@@ -85,7 +86,7 @@ class AdminHttp:
                 raise HttpFailure(f"no answer within {connect_s:g} s (connect timeout)") from None
             raise HttpFailure(f"no answer within {request_s:g} s (read timeout)") from None
         except requests.RequestException as e:
-            raise HttpFailure(f"unreachable: {_os_reason(e)}") from None
+            raise HttpFailure(f"unreachable: {root_cause(e)}") from None
         if r.status_code != 200:
             text = " ".join(r.content.decode("utf-8", "replace").split())[:ERROR_EXCERPT]
             raise HttpFailure(f"HTTP {r.status_code}: {text}" if text else f"HTTP {r.status_code}")
@@ -93,21 +94,6 @@ class AdminHttp:
 
     def close(self) -> None:
         self._session.close()
-
-
-def _os_reason(exc: BaseException) -> str:
-    """The OS error behind requests' wrappers ("[Errno 111] Connection refused"), else the exception's type."""
-    seen, todo = set(), [exc]
-    while todo:
-        e = todo.pop()
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        if isinstance(e, OSError) and e.strerror:
-            return f"[Errno {e.errno}] {e.strerror}" if e.errno else e.strerror
-        todo.extend(x for x in (*e.args, getattr(e, "reason", None), e.__cause__, e.__context__)
-                    if isinstance(x, BaseException))
-    return type(exc).__name__
 
 
 def _ledger_map(body: bytes, url: str) -> dict[str, Any]:

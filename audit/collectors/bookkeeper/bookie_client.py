@@ -24,6 +24,7 @@ is the timeout path as before. A bookie answering the listing pays one round tri
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 from collections import defaultdict, deque
@@ -81,12 +82,32 @@ def bookie_address(bookie: str, overrides: Mapping[str, str] | None = None) -> t
     return host.strip("[]"), int(port)
 
 
-class _Failure(Exception):
+class ConnectionFailure(Exception):
     """Ends one connection: `kind`/`message` apply to `ledgers` (the ones in flight)."""
 
     def __init__(self, kind: str, message: str, ledgers: Iterable[int] = ()):
         self.kind, self.message, self.ledgers = kind, message, list(ledgers)
         super().__init__(message)
+
+
+@contextlib.asynccontextmanager
+async def bookie_connection(host: str, port: int, connect_timeout_s: float):
+    """(reader, writer) of one connection to a bookie, closed on exit; ConnectionFailure when it cannot open."""
+    address = f"{host}:{port}"
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), connect_timeout_s)
+    except asyncio.TimeoutError:
+        raise ConnectionFailure(TIMEOUT, f"connect to {address} timed out after {connect_timeout_s}s") from None
+    except OSError as e:
+        raise ConnectionFailure(UNREACHABLE, f"connect to {address}: {e}") from None
+    try:
+        yield reader, writer
+    finally:
+        writer.close()
+        try:
+            await writer.wait_closed()
+        except OSError:
+            pass  # the bookie reset the connection; nothing left to release
 
 
 class _BookieRun:
@@ -112,14 +133,14 @@ class _BookieRun:
         try:
             host, port = bookie_address(self.bookie, self.addresses)
         except BookieAddressError as e:
-            self._fail_all(_Failure(UNREACHABLE, str(e)), "not asked")
+            self._fail_all(ConnectionFailure(UNREACHABLE, str(e)), "not asked")
         else:
             connections = 0
             while self.remaining and self.lists is not False:
                 connections += 1
                 try:
                     await self._connection(host, port)
-                except _Failure as f:
+                except ConnectionFailure as f:
                     for ledger_id in f.ledgers:
                         self._error(ledger_id, f.kind, f.message)
                     if connections > self.cfg.reconnects:
@@ -140,27 +161,13 @@ class _BookieRun:
         for ledger_id in ledger_ids:
             self._error(ledger_id, LIST_UNSUPPORTED, self.unsupported_reason)
 
-    def _fail_all(self, f: _Failure, why: str) -> None:
+    def _fail_all(self, f: ConnectionFailure, why: str) -> None:
         while self.remaining:
             self._error(self.remaining.popleft(), f.kind, f"{why}: {f.message}")
 
     async def _connection(self, host: str, port: int) -> None:
-        address = f"{host}:{port}"
-        try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port),
-                                                    self.cfg.connect_timeout_s)
-        except asyncio.TimeoutError:
-            raise _Failure(TIMEOUT, f"connect to {address} timed out after {self.cfg.connect_timeout_s}s") from None
-        except OSError as e:
-            raise _Failure(UNREACHABLE, f"connect to {address}: {e}") from None
-        try:
-            await self._exchange(reader, writer, address)
-        finally:
-            writer.close()
-            try:
-                await writer.wait_closed()
-            except OSError:
-                pass  # the bookie reset the connection; nothing left to release
+        async with bookie_connection(host, port, self.cfg.connect_timeout_s) as (reader, writer):
+            await self._exchange(reader, writer, f"{host}:{port}")
 
     async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: str) -> None:
         loop = asyncio.get_running_loop()
@@ -181,17 +188,17 @@ class _BookieRun:
                 body = await asyncio.wait_for(self._read_frame(reader, address),
                                               max(0.0, oldest_deadline - loop.time()))
             except asyncio.TimeoutError:
-                raise _Failure(TIMEOUT, f"{address} did not answer within {self.cfg.request_timeout_s}s",
+                raise ConnectionFailure(TIMEOUT, f"{address} did not answer within {self.cfg.request_timeout_s}s",
                                pending) from None
             except (asyncio.IncompleteReadError, ConnectionError) as e:
-                raise _Failure(CLOSED, f"{address} closed the connection: {type(e).__name__}", pending) from None
-            except _Failure as f:  # a bad frame length: the stream cannot be re-synchronised
-                raise _Failure(f.kind, f.message, pending) from None
+                raise ConnectionFailure(CLOSED, f"{address} closed the connection: {type(e).__name__}", pending) from None
+            except ConnectionFailure as f:  # a bad frame length: the stream cannot be re-synchronised
+                raise ConnectionFailure(f.kind, f.message, pending) from None
             self._answer(body, in_flight, address, pending)
 
     async def _probe_lists(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: str) -> None:
         """The first listing, alone; if unanswered within list_probe_timeout_s, a ReadRequest tells a live bookie
-        without the listing (sets self.lists False) from a silent one (_Failure, as before)."""
+        without the listing (sets self.lists False) from a silent one (ConnectionFailure, as before)."""
         loop = asyncio.get_running_loop()
         ledger_id, list_txn = self.remaining.popleft(), next(self.txn_ids)
         sent = loop.time()
@@ -212,16 +219,16 @@ class _BookieRun:
                 await asyncio.wait_for(writer.drain(), max(0.0, deadline - loop.time()))
                 await asyncio.wait({frame}, timeout=max(0.0, deadline - loop.time()))
             if not frame.done():
-                raise _Failure(TIMEOUT, f"{address} answered neither GetListOfEntriesOfLedger nor a ReadRequest "
+                raise ConnectionFailure(TIMEOUT, f"{address} answered neither GetListOfEntriesOfLedger nor a ReadRequest "
                                         f"within {self.cfg.request_timeout_s}s", [ledger_id])
             body = frame.result()
         except asyncio.TimeoutError:
-            raise _Failure(TIMEOUT, f"{address} did not take the request within {self.cfg.request_timeout_s}s",
+            raise ConnectionFailure(TIMEOUT, f"{address} did not take the request within {self.cfg.request_timeout_s}s",
                            [ledger_id]) from None
         except (asyncio.IncompleteReadError, ConnectionError) as e:
-            raise _Failure(CLOSED, f"{address} closed the connection: {type(e).__name__}", [ledger_id]) from None
-        except _Failure as f:
-            raise _Failure(f.kind, f.message, [ledger_id]) from None
+            raise ConnectionFailure(CLOSED, f"{address} closed the connection: {type(e).__name__}", [ledger_id]) from None
+        except ConnectionFailure as f:
+            raise ConnectionFailure(f.kind, f.message, [ledger_id]) from None
         finally:
             frame.cancel()
         answer = self._decode(body, address, [ledger_id])
@@ -240,12 +247,12 @@ class _BookieRun:
         try:
             return protocol.decode_any_response(body, f"bookie://{self.bookie} ({address})")
         except PayloadError as e:
-            raise _Failure(PROTOCOL_ERROR, str(e), pending) from None
+            raise ConnectionFailure(PROTOCOL_ERROR, str(e), pending) from None
 
     async def _read_frame(self, reader: asyncio.StreamReader, address: str) -> bytes:
         (size,) = protocol.FRAME_LENGTH.unpack(await reader.readexactly(protocol.FRAME_LENGTH.size))
         if not 0 <= size <= protocol.DEFAULT_MAX_FRAME:
-            raise _Failure(PROTOCOL_ERROR, f"{address}: frame length {size} outside 0..{protocol.DEFAULT_MAX_FRAME}")
+            raise ConnectionFailure(PROTOCOL_ERROR, f"{address}: frame length {size} outside 0..{protocol.DEFAULT_MAX_FRAME}")
         return await reader.readexactly(size)
 
     def _answer(self, body: bytes, in_flight: dict[int, tuple[int, float]], address: str,
@@ -255,10 +262,10 @@ class _BookieRun:
         if isinstance(answer, protocol.ReadEntryAnswer):
             if answer.txn_id == self.probe_read_txn:
                 return  # the capability probe's read, answered after the listing: nothing to store
-            raise _Failure(PROTOCOL_ERROR, f"{source}: a read answer (txnId {answer.txn_id}) nobody asked for",
+            raise ConnectionFailure(PROTOCOL_ERROR, f"{source}: a read answer (txnId {answer.txn_id}) nobody asked for",
                            pending)
         if answer.txn_id not in in_flight:
-            raise _Failure(PROTOCOL_ERROR, f"{source}: answer with unknown txnId {answer.txn_id}", pending)
+            raise ConnectionFailure(PROTOCOL_ERROR, f"{source}: answer with unknown txnId {answer.txn_id}", pending)
         ledger_id, _ = in_flight.pop(answer.txn_id)
         if answer.ledger_id is not None and answer.ledger_id != ledger_id:
             self._error(ledger_id, PROTOCOL_ERROR,

@@ -27,7 +27,8 @@ from typing import Iterable, Iterator, Mapping
 
 from audit.collectors.base import CollectionReport, RawSink
 from audit.collectors.bookkeeper.bookie_client import (CLOSED, PROTOCOL_ERROR, TIMEOUT, UNREACHABLE,
-                                                       BookieAddressError, bookie_address)
+                                                       BookieAddressError, ConnectionFailure, bookie_address,
+                                                       bookie_connection)
 from audit.domain.bookkeeper.model import LedgerMetadata
 from audit.domain.bookkeeper.verification import FULL_SHARE, iter_ledger_probes
 from audit.formats.bookkeeper import protocol
@@ -100,14 +101,6 @@ def _ranges(ids: list[int]) -> list[list[int]]:
     return out
 
 
-class _Failure(Exception):
-    """Ends one connection; `kind`/`message` apply to every read in flight."""
-
-    def __init__(self, kind: str, message: str):
-        self.kind, self.message = kind, message
-        super().__init__(message)
-
-
 class _BookieProbe:
     def __init__(self, bookie: str, ledger_ids: Iterable[int], metadata: Mapping[int, LedgerMetadata],
                  sink: RawSink, report: CollectionReport, cfg: ReadProbeConfig, addresses: Mapping[str, str] | None,
@@ -164,7 +157,7 @@ class _BookieProbe:
         try:
             host, port = bookie_address(self.bookie, self.addresses)
         except BookieAddressError as e:
-            self._fail_rest(_Failure(UNREACHABLE, str(e)))
+            self._fail_rest(ConnectionFailure(UNREACHABLE, str(e)))
         else:
             connections = 0
             while (probe := self._next()) is not None:
@@ -172,38 +165,26 @@ class _BookieProbe:
                 connections += 1
                 try:
                     await self._connection(host, port)
-                except _Failure as f:
+                except ConnectionFailure as f:
                     self.errors[f.kind].append(f.message)
                     if connections > self.cfg.reconnects:
                         self._fail_rest(f)
         self._report()
 
-    def _fail_rest(self, f: _Failure) -> None:
+    def _fail_rest(self, f: ConnectionFailure) -> None:
         self.errors[f.kind].append(f.message)
         while (probe := self._next()) is not None:
             self._record(*probe, f.kind)
 
     async def _connection(self, host: str, port: int) -> None:
-        address = f"{host}:{port}"
-        try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), self.cfg.connect_timeout_s)
-        except asyncio.TimeoutError:
-            raise _Failure(TIMEOUT, f"connect to {address} timed out after {self.cfg.connect_timeout_s}s") from None
-        except OSError as e:
-            raise _Failure(UNREACHABLE, f"connect to {address}: {e}") from None
         in_flight: dict[int, tuple[_LedgerProbes, int, float]] = {}  # txnId -> (ledger, entry, deadline)
-        try:
-            await self._exchange(reader, writer, address, in_flight)
-        except _Failure as f:
-            for state, entry_id, _ in in_flight.values():
-                self._record(state, entry_id, f.kind)
-            raise
-        finally:
-            writer.close()
+        async with bookie_connection(host, port, self.cfg.connect_timeout_s) as (reader, writer):
             try:
-                await writer.wait_closed()
-            except OSError:
-                pass  # the bookie reset the connection; nothing left to release
+                await self._exchange(reader, writer, f"{host}:{port}", in_flight)
+            except ConnectionFailure as f:
+                for state, entry_id, _ in in_flight.values():
+                    self._record(state, entry_id, f.kind)
+                raise
 
     async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: str,
                         in_flight: dict[int, tuple[_LedgerProbes, int, float]]) -> None:
@@ -226,16 +207,16 @@ class _BookieProbe:
                     await writer.drain()
                     chunk = await reader.read(READ_CHUNK)
             except TimeoutError:
-                raise _Failure(TIMEOUT, f"{address} did not answer a read within {self.cfg.request_timeout_s}s") \
+                raise ConnectionFailure(TIMEOUT, f"{address} did not answer a read within {self.cfg.request_timeout_s}s") \
                     from None
             except ConnectionError as e:
-                raise _Failure(CLOSED, f"{address} closed the connection: {type(e).__name__}") from None
+                raise ConnectionFailure(CLOSED, f"{address} closed the connection: {type(e).__name__}") from None
             if not chunk:
-                raise _Failure(CLOSED, f"{address} closed the connection")
+                raise ConnectionFailure(CLOSED, f"{address} closed the connection")
             try:
                 bodies = frames.feed(chunk)
             except PayloadError as e:  # a bad frame length: the stream cannot be re-synchronised
-                raise _Failure(PROTOCOL_ERROR, str(e)) from None
+                raise ConnectionFailure(PROTOCOL_ERROR, str(e)) from None
             for body in bodies:
                 self._answer(body, in_flight, frames.source)
 
@@ -243,9 +224,9 @@ class _BookieProbe:
         try:
             answer = protocol.decode_read_response(body, source)
         except PayloadError as e:
-            raise _Failure(PROTOCOL_ERROR, str(e)) from None
+            raise ConnectionFailure(PROTOCOL_ERROR, str(e)) from None
         if answer.txn_id not in in_flight:
-            raise _Failure(PROTOCOL_ERROR, f"{source}: answer with unknown txnId {answer.txn_id}")
+            raise ConnectionFailure(PROTOCOL_ERROR, f"{source}: answer with unknown txnId {answer.txn_id}")
         state, entry_id, _ = in_flight.pop(answer.txn_id)
         if answer.ledger_id is not None and (answer.ledger_id, answer.entry_id) != (state.ledger_id, entry_id):
             self.errors[PROTOCOL_ERROR].append(f"{source}: asked for entry {state.ledger_id}/{entry_id}, answer "

@@ -25,6 +25,8 @@ from typing import Callable
 import requests
 from requests.adapters import HTTPAdapter
 
+from audit.collectors.http import root_cause
+
 log = logging.getLogger(__name__)
 
 PERSISTENT = "/admin/v2/persistent"
@@ -88,22 +90,6 @@ def _topic_moving(status: int, body: bytes) -> bool:
     if status == 503 or status in _REDIRECTS:
         return True
     return status == 404 and _TOPIC_MISSING.search(body[:2048]) is not None
-
-
-def _root_cause(exc: BaseException) -> str:
-    """The OS-level reason behind requests' nested wrappers ("[Errno 111] Connection refused"), without the
-    URL and object reprs they add."""
-    seen, todo = set(), [exc]
-    while todo:
-        e = todo.pop(0)
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        if isinstance(e, OSError) and e.strerror:
-            return f"[Errno {e.errno}] {e.strerror}" if e.errno else e.strerror
-        todo.extend(x for x in (*e.args, getattr(e, "reason", None), e.__cause__, e.__context__)
-                    if isinstance(x, BaseException))
-    return type(exc).__name__
 
 
 class _Bearer(requests.auth.AuthBase):
@@ -172,9 +158,9 @@ class AdminClient:
                 limit = self._timeout[0] if kind == "connect" else self._timeout[1]
                 return self._no_answer(url, f"no answer within {limit:g} s ({kind} timeout)")
             except requests.ConnectionError as e:
-                return self._no_answer(url, f"connection failed: {_root_cause(e)}")
+                return self._no_answer(url, f"connection failed: {root_cause(e)}")
             except requests.RequestException as e:
-                return self._no_answer(url, f"request failed: {type(e).__name__}: {_root_cause(e)}")
+                return self._no_answer(url, f"request failed: {type(e).__name__}: {root_cause(e)}")
             location = r.headers.get("Location")
             if r.status_code in _REDIRECTS and location:
                 target = urllib.parse.urljoin(url, location)

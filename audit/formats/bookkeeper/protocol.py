@@ -64,13 +64,19 @@ def frame(body: bytes) -> bytes:
     return FRAME_LENGTH.pack(len(body)) + body
 
 
-def encode_request_body(ledger_id: int, txn_id: int) -> bytes:
+def _message(cls, operation: int, txn_id: int, **fields):
+    """A v3 Request or Response with its BKPacketHeader filled in."""
     if not 0 <= txn_id <= UINT64_MAX:
         raise ValueError(f"txn_id must fit uint64, got {txn_id}")
-    req = pb.Request()
-    req.header.version = pb.VERSION_THREE
-    req.header.operation = pb.GET_LIST_OF_ENTRIES_OF_LEDGER
-    req.header.txnId = txn_id
+    msg = cls(**fields)
+    msg.header.version = pb.VERSION_THREE
+    msg.header.operation = operation
+    msg.header.txnId = txn_id
+    return msg
+
+
+def encode_request_body(ledger_id: int, txn_id: int) -> bytes:
+    req = _message(pb.Request, pb.GET_LIST_OF_ENTRIES_OF_LEDGER, txn_id)
     req.getListOfEntriesOfLedgerRequest.ledgerId = ledger_id
     return req.SerializeToString()
 
@@ -175,10 +181,7 @@ def encode_response(txn_id: int, ledger_id: int, status: str, availability_bytes
     """A bookie's answer body (unframed), as GetListOfEntriesOfLedgerProcessorV3 builds it: the
     overall status equals the operation status."""
     code = pb.StatusCode.Value(status)
-    resp = pb.Response(status=code)
-    resp.header.version = pb.VERSION_THREE
-    resp.header.operation = pb.GET_LIST_OF_ENTRIES_OF_LEDGER
-    resp.header.txnId = txn_id
+    resp = _message(pb.Response, pb.GET_LIST_OF_ENTRIES_OF_LEDGER, txn_id, status=code)
     inner = resp.getListOfEntriesOfLedgerResponse
     inner.status = code
     inner.ledgerId = ledger_id
@@ -189,12 +192,7 @@ def encode_response(txn_id: int, ledger_id: int, status: str, availability_bytes
 
 def encode_read_request_body(ledger_id: int, entry_id: int, txn_id: int) -> bytes:
     """A plain READ_ENTRY request: no flag, no masterKey, no previousLAC (not a long poll)."""
-    if not 0 <= txn_id <= UINT64_MAX:
-        raise ValueError(f"txn_id must fit uint64, got {txn_id}")
-    req = pb.Request()
-    req.header.version = pb.VERSION_THREE
-    req.header.operation = pb.READ_ENTRY
-    req.header.txnId = txn_id
+    req = _message(pb.Request, pb.READ_ENTRY, txn_id)
     req.readRequest.ledgerId = ledger_id
     req.readRequest.entryId = entry_id
     return req.SerializeToString()
@@ -209,10 +207,7 @@ def encode_read_response(txn_id: int, ledger_id: int, entry_id: int, status: str
     """A bookie's answer to a read (unframed), as ReadEntryProcessorV3.sendResponse builds it: the overall
     status equals the ReadResponse status; `body` only with EOK."""
     code = pb.StatusCode.Value(status)
-    resp = pb.Response(status=code)
-    resp.header.version = pb.VERSION_THREE
-    resp.header.operation = pb.READ_ENTRY
-    resp.header.txnId = txn_id
+    resp = _message(pb.Response, pb.READ_ENTRY, txn_id, status=code)
     r = resp.readResponse
     r.status, r.ledgerId, r.entryId = code, ledger_id, entry_id
     if body is not None:

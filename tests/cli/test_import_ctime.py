@@ -1,0 +1,37 @@
+"""The real v3 test vector (an OPEN ledger whose client stored ctime -1, as default clients leave it) imported by hand
+with its znode's Stat beside it: `replaudit run --from-raw` judges its age by the znode's ZooKeeper ctime; the same
+znode without a Stat has an unknown age and is not reported (never as created in 1970)."""
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+from audit.cli.main import EXIT_CLEAN, EXIT_VIOLATIONS, main
+from tests.estates import write_lab_estate
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+DAY_MS = 86_400_000
+
+
+def _stat(ctime: int, length: int) -> str:
+    return json.dumps({"czxid": 7, "mzxid": 7, "ctime": ctime, "mtime": ctime, "version": 0, "cversion": 0,
+                       "aversion": 0, "ephemeralOwner": 0, "dataLength": length, "numChildren": 0, "pzxid": 7})
+
+
+def test_open_ledger_of_a_default_client_is_aged_by_its_znode_ctime(tmp_path, capsys):
+    estate = write_lab_estate(tmp_path / "estate.yaml", estate="ctime", store=f'{{uri: "file://{tmp_path / "s"}"}}',
+                              cluster="bk-a", lab="{seed: 5, ledgers: 24}")
+    v3 = base64.b64decode((REAL / "bk-ledgermetadata-znode-v3.b64").read_text())
+    dump = tmp_path / "dump" / "00" / "0000"
+    dump.mkdir(parents=True)
+    (dump / "L0020").write_bytes(v3)
+    (dump / "L0020.stat.json").write_text(_stat(1_000 * DAY_MS, len(v3)))   # created long before any run
+    (dump / "L0021").write_bytes(v3)                                       # hand-taken without its Stat
+    assert main(["import", "--estate", str(estate), "--run-id", "dump", "--system", "bookkeeper",
+                 "--cluster", "bk-a", "--kind", "ledger-metadata", str(tmp_path / "dump")]) == EXIT_CLEAN
+    assert json.loads(capsys.readouterr().out)["stored"] == 3     # two znodes and the Stat beside one
+    assert main(["run", "--estate", str(estate), "--run-id", "r", "--from-raw", "dump", "--json"]) == EXIT_VIOLATIONS
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["counts"]["by_check"] == {"bk.ledger_open_too_long": 1}
+    assert summary["metrics"]["open_ctime_unknown"] == {"bk-a": 1}      # L0021: said, not guessed
