@@ -17,6 +17,7 @@ from audit.collectors.base import CollectionReport, Collector, CoverageGap, RawS
 from audit.collectors.bookkeeper import admin_http, zk_metadata
 from audit.collectors.bookkeeper import read_probe
 from audit.collectors.bookkeeper.bookie_client import BookieClientConfig, collect_entries_of_ledgers
+from audit.collectors.bookkeeper.deleted import HoldsNothingWatch, mark_deleted
 from audit.config.bookkeeper import BookKeeperCluster
 from audit.config.secrets import SecretResolver
 from audit.formats.errors import PayloadError
@@ -105,6 +106,7 @@ class BookKeeperCollector(Collector):
         ledgers_by_bookie: dict[str, set[int]] = defaultdict(set)
         closed: dict[int, Any] = {}      # ledger id -> LedgerMetadata, for read probes
         bookie_names: dict[str, str] = {}
+        paths: dict[int, str] = {}       # ledger id -> znode path below the ledgers root
 
         def learn_ensembles(znode: zk_metadata.LedgerZnode, redacted: bytes) -> None:
             from audit.formats.bookkeeper.ledger_metadata import decode_znode
@@ -118,6 +120,7 @@ class BookKeeperCollector(Collector):
                 return
             report.count("ledgers_decoded")
             _keep_for_probes(md, closed, bookie_names)
+            paths[znode.ledger_id] = znode.path
             for seg in md.segments:
                 for bookie in seg.ensemble:
                     ledgers_by_bookie[bookie].add(znode.ledger_id)
@@ -144,21 +147,41 @@ class BookKeeperCollector(Collector):
                 s.zk_hosts, s.ledgers_root, sink, s.zk_timeout_s, cluster=s.name, auth_data=auth_data,
                 on_ledger=learn_ensembles)
             report.merge(zk_report)
+        watch = HoldsNothingWatch(sink)   # which ledgers some bookie holds nothing of (deleted.py)
+        index_members: dict[str, set[int]] = {}
         # Bookies whose locations index is read on this host are not asked (location_index.py).
         for bookie, ledger_dirs in sorted(s.location_index.items()):
-            ledgers_by_bookie.pop(bookie, None)
-            report.merge(_read_location_index(bookie, ledger_dirs, sink, s.name))
+            index_members[bookie] = ledgers_by_bookie.pop(bookie, set())
+            report.merge(_read_location_index(bookie, ledger_dirs, watch, s.name))
 
         async def probe_unsupported(bookie: str, ledger_ids: list[int], reason: str) -> CollectionReport:
-            return await read_probe.probe_bookie_async(bookie, ledger_ids, closed, sink, config=s.read_probe,
+            return await read_probe.probe_bookie_async(bookie, ledger_ids, closed, watch, config=s.read_probe,
                                                        addresses=s.bookie_addresses, cluster=s.name, reason=reason)
 
-        report.merge(collect_entries_of_ledgers(ledgers_by_bookie, sink, addresses=s.bookie_addresses,
+        report.merge(collect_entries_of_ledgers(ledgers_by_bookie, watch, addresses=s.bookie_addresses,
                                                 config=s.bookie, cluster=s.name, probe_unsupported=probe_unsupported))
+        if s.source == "zookeeper":
+            _recheck_deleted(s, auth_data, paths, watch.candidates(index_members), sink, report)
         # Error texts come from remote systems and exceptions: scrub every resolved secret before storing.
         report.gaps = [CoverageGap(secrets.redact(g.source), g.what, secrets.redact(g.error)) for g in report.gaps]
         sink.put(COLLECTION_KEY, report.to_json().encode())
         return report
+
+
+def _recheck_deleted(s: BookKeeperClusterSettings, auth_data, paths: dict[int, str], candidates: set[int],
+                     sink: RawSink, report: CollectionReport) -> None:
+    if not candidates:
+        return
+    try:
+        client = zk_metadata.connect(s.zk_hosts, s.zk_timeout_s, auth_data)
+    except Exception as e:  # kazoo's timeout type or socket errors: the ledgers are judged as read
+        report.gap(f"zookeeper://{s.zk_hosts}", "whether ledgers still exist", f"cannot connect: {type(e).__name__}")
+        return
+    try:
+        mark_deleted(client, s.ledgers_root, paths, candidates, sink, report, s.zk_timeout_s)
+    finally:
+        client.stop()
+        client.close()
 
 
 def _read_location_index(bookie: str, ledger_dirs, sink: RawSink, cluster: str) -> CollectionReport:

@@ -22,9 +22,10 @@ def _store(kind: str, redact=None):
         stored, rejected = [], []
         for path, rel in files:
             data = path.read_bytes()
-            if kind == "ledger-metadata" and rel.endswith(STAT_SUFFIX):
-                # the znode's Stat beside it (collected with it): no password, but it must be a Stat
-                problem = _stat_problem(data)
+            if kind == "ledger-metadata" and rel.endswith((STAT_SUFFIX, DELETED_SUFFIX)):
+                # beside a znode: its Stat, or the note that it was deleted during collection (no password in
+                # either, but each must have its shape)
+                problem = _stat_problem(data) if rel.endswith(STAT_SUFFIX) else _deleted_problem(data)
                 if problem:
                     rejected.append({"file": str(path), "reason": f"{path}: {problem}"})
                     continue
@@ -42,6 +43,7 @@ def _store(kind: str, redact=None):
 
 
 STAT_SUFFIX = ".stat.json"
+DELETED_SUFFIX = ".deleted.json"   # audit/collectors/bookkeeper/deleted.py
 STAT_FIELDS = ("czxid", "mzxid", "ctime", "mtime", "version", "cversion", "aversion", "ephemeralOwner",
                "dataLength", "numChildren", "pzxid")
 
@@ -55,6 +57,18 @@ def _stat_problem(data: bytes) -> str | None:
         return f"expected a ZooKeeper Stat as JSON, got invalid JSON ({exc})"
     missing = [k for k in STAT_FIELDS if not isinstance(doc, dict) or not isinstance(doc.get(k), int)]
     return f"field {missing[0]}: expected an integer (a ZooKeeper Stat)" if missing else None
+
+
+def _deleted_problem(data: bytes) -> str | None:
+    import json
+
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        return f"expected the collector's deletion note as JSON, got invalid JSON ({exc})"
+    if not isinstance(doc, dict) or not isinstance(doc.get("ledger_id"), int):
+        return "field ledger_id: expected an integer (the collector's deletion note)"
+    return None
 
 
 def _store_location_index(put, cluster: str, files: list[tuple[Path, str]], options: dict) -> dict:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Iterator
+import threading
+from typing import Callable, Iterator
 
 from audit.formats.bookkeeper import protocol
 from audit.lab.bookkeeper.config import DB_LEDGER_STORAGE
@@ -36,8 +37,8 @@ class LabBookie:
     """One lab bookie's answers. The simulation is finished when it is served, so each ledger's entries are
     looked up once and kept as a set (read probes ask many entries of the same ledgers)."""
 
-    def __init__(self, lab, bookie: str):
-        self.lab, self.bookie = lab, bookie
+    def __init__(self, lab, bookie: str, before_first_answer: Callable[[], None] | None = None):
+        self.lab, self.bookie, self.before_first_answer = lab, bookie, before_first_answer
         self.lists = lab.storage(bookie) != DB_LEDGER_STORAGE
         self._held: dict[int, frozenset[int] | None] = {}
 
@@ -75,6 +76,8 @@ class LabBookie:
                 return
             out = []
             for body in frames.feed(chunk):
+                if self.before_first_answer is not None:
+                    self.before_first_answer()
                 answer = self.answer(protocol.decode_any_request(body, frames.source))
                 if answer is not None:
                     out.append(protocol.frame(answer))
@@ -83,11 +86,27 @@ class LabBookie:
                 await writer.drain()
 
 
+class _Once:
+    """Calls `action` once, before the first answer any lab bookie gives: what happened between the metadata walk
+    and the bookie reads (retention deleting ledgers)."""
+
+    def __init__(self, action: Callable[[], None]):
+        self.action, self.lock, self.done = action, threading.Lock(), False
+
+    def __call__(self) -> None:
+        with self.lock:
+            if not self.done:
+                self.done = True
+                self.action()
+
+
 @contextlib.contextmanager
-def serve_lab_bookies(lab) -> Iterator[dict[str, str]]:
-    """Yields {bookieId: "127.0.0.1:port"}; every listener is closed on exit."""
+def serve_lab_bookies(lab, before_first_answer: Callable[[], None] | None = None) -> Iterator[dict[str, str]]:
+    """Yields {bookieId: "127.0.0.1:port"}; every listener is closed on exit. `before_first_answer` runs once,
+    before any bookie answers its first request."""
     reachable = [b for b in lab.bookies if lab.reachable(b)]
-    with LoopbackListeners([LabBookie(lab, b).serve for b in reachable], "lab-bookies") as listeners:
+    once = _Once(before_first_answer) if before_first_answer is not None else None
+    with LoopbackListeners([LabBookie(lab, b, once).serve for b in reachable], "lab-bookies") as listeners:
         addresses = {b: f"127.0.0.1:{port}" for b, port in zip(reachable, listeners.ports)}
         # Nothing listens on these ports: connections are refused.
         yield {b: addresses.get(b) or f"127.0.0.1:{unused_loopback_port()}" for b in lab.bookies}

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from audit.domain.bookkeeper.model import LedgerMetadata
 from audit.formats.bookkeeper import availability, ledger_metadata, protocol
 from audit.lab.bookkeeper.config import LabConfig, parse_lab_config
+from audit.collectors.bookkeeper.deleted import REASON as DELETED_REASON
 from audit.lab.bookkeeper.evidence import emit_bookie_evidence
 from audit.lab.bookkeeper.production import znode_stat
 from audit.lab.bookkeeper.scenario import LabState, run_scenario
@@ -147,6 +148,10 @@ def emit(lab: BookKeeperLab, sink: RawSink) -> dict[str, Any]:
         sink.put(f"ledger-metadata/{znode_path(lid)}", lab.znode(lid, with_password=False))
         sink.put(f"ledger-metadata/{znode_path(lid)}.stat.json", _json(lab.znode_stat(lid)))
     emit_bookie_evidence(lab, sink)
+    for lid in sorted(lab.state.deleted_during_collection):
+        # what the collector stores when it looks the ledger up again after the bookies answered ENOLEDGER
+        sink.put(f"ledger-metadata/{znode_path(lid)}.deleted.json", json.dumps(
+            {"checked_at_ms": lab.as_of_ms, "ledger_id": lid, "reason": DELETED_REASON}, sort_keys=True).encode())
     sink.put("bookies/available.json", _json(lab.bookie_lists()))
     sink.put("bookies/racks.json", _json(lab.racks))
     return lab.ground_truth()

@@ -7,7 +7,9 @@
 - re-replication of a lost bookie's fragments, after which the bookie comes back with its old data
   (it holds entries of segments that now name its replacement, until its over-replicated-ledger GC runs);
 - writes that go on while the cluster is collected: an OPEN ledger's tail grows between the metadata read and
-  the bookie reads.
+  the bookie reads;
+- retention deleting ledgers while the cluster is collected: the metadata was read, then the ledger is deleted and
+  the bookies' garbage collector drops its data before they are asked.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from audit.domain.bookkeeper.model import CLOSED, LedgerMetadata, Segment
 from audit.lab.bookkeeper.sim import Cluster, LedgerWriter
 
 TAIL_GROWTH_ADDS = 5        # adds an OPEN ledger's writer makes while the cluster is being collected
+RETENTION_SHARE = 13         # one healthy CLOSED ledger id in 13 is deleted by retention during collection
 CTIME_STORING_SHARE = 5     # one ledger id in 5 comes from a client that sets storeSystemTimeAsLedgerCreationTime
 
 
@@ -78,6 +81,16 @@ def _copy_fragment(cluster: Cluster, lid: int, md: LedgerMetadata, ensemble: lis
         others = [ensemble[(e + k) % E] for k in range(Qw) if (e + k) % E != index]
         if any(e in (cluster.entries(b, lid) or ()) for b in others):
             cluster.add_entry(target, lid, e)
+
+
+def retention_deletes(cluster: Cluster, metadata: dict[int, LedgerMetadata], roles: dict[int, set[str]]) -> set[int]:
+    """Healthy CLOSED ledgers that retention deletes during collection; every bookie's copy is garbage collected."""
+    deleted = {lid for lid, md in metadata.items()
+               if md.state == CLOSED and not roles[lid] and lid % RETENTION_SHARE == 0}
+    for lid in deleted:
+        for bookie in cluster.bookies:
+            cluster.drop_ledger(bookie, lid)
+    return deleted
 
 
 def grow_tail(w: LedgerWriter, start_ms: int, dt: int, adds: int = TAIL_GROWTH_ADDS) -> None:

@@ -41,11 +41,15 @@ def _collect_through_zookeeper(lab, cluster, sink, secrets):
     from audit.lab.bookkeeper.config import LOCATION_INDEX
     from audit.lab.bookkeeper.evidence import LIST_PROBE_TIMEOUT_S
     from audit.lab.bookkeeper.location_db import write_location_index
-    from audit.lab.bookkeeper.zkload import load_into_zookeeper, znode_ctimes
+    from audit.lab.bookkeeper.zkload import delete_znodes, load_into_zookeeper, znode_ctimes
 
     zk = cluster.zookeeper
     load_into_zookeeper(lab, zk.hosts, zk.ledgers_root)
-    with serve_lab_bookies(lab) as addresses, tempfile.TemporaryDirectory(prefix="lab-bookies-") as disks:
+    def retention() -> None:   # runs after the metadata walk, before the bookies answer
+        delete_znodes(zk.hosts, zk.ledgers_root, [lab.znode_path(lid) for lid in lab.state.deleted_during_collection])
+
+    with serve_lab_bookies(lab, retention) as addresses, \
+            tempfile.TemporaryDirectory(prefix="lab-bookies-") as disks:
         # DbLedgerStorage bookies whose host the collector runs on: their real RocksDB index, read in place.
         location_index = {}
         for n, bookie in enumerate(lab.bookies):

@@ -14,7 +14,8 @@ from typing import Any
 from audit.domain.bookkeeper.model import CLOSED, INVALID_ENTRY_ID, LedgerMetadata, Segment
 from audit.lab.bookkeeper.config import (BOOKIE_FAULTS, FaultSpec, LabConfig, LabConfigError, SOURCE, bookie_ids,
                                          evidence_of, rack_of, storage_of)
-from audit.lab.bookkeeper.production import grow_tail, rereplicate, stores_ctime, write_with_slow_bookie
+from audit.lab.bookkeeper.production import (grow_tail, rereplicate, retention_deletes, stores_ctime,
+                                             write_with_slow_bookie)
 from audit.lab.bookkeeper.sim import Cluster, LabError, LedgerWriter
 
 MINUTE = 60_000
@@ -56,6 +57,8 @@ class LabState:
     znode_times: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     # OPEN ledger -> its first entry added after the snapshot (written while the cluster was being collected)
     tail_after_snapshot: dict[int, int] = field(default_factory=dict)
+    # ledgers retention deletes after the metadata was read and before the bookies are asked (their data is gone)
+    deleted_during_collection: set[int] = field(default_factory=set)
 
 
 def _weighted(rng: random.Random, table: list[tuple[Any, int]]) -> Any:
@@ -256,6 +259,7 @@ def run_scenario(cfg: LabConfig, as_of_ms: int) -> LabState:
         for plan in plans:
             _after_the_fact(state, plan, at, action, planner.special.get(f.index))
     _mark_bookie_roles(state, planner)
+    state.deleted_during_collection = retention_deletes(state.cluster, state.metadata, state.roles)
     for log in planner.fault_log:
         log["ledgers"] = sorted(p.ledger_id for p in log.pop("_plans"))
         state.faults.append(log)

@@ -62,6 +62,8 @@ def ground_truth(state: LabState, cluster: str, znode_ctimes: dict[int, int] | N
                          "faults": sorted(state.roles[lid])})
 
     for lid in sorted(state.metadata):
+        if lid in state.deleted_during_collection:
+            continue   # gone before its bookies were asked: nothing to judge (the collector notes the deletion)
         md = state.metadata[lid]
         names = ensemble_bookies(md)
         for b in names:

@@ -111,6 +111,23 @@ def _create_pipelined(client: Any, batches: Iterable[list[tuple[str, bytes]]], t
             settle()
 
 
+def delete_znodes(zk_hosts: str, ledgers_root: str, paths: list[str], timeout_s: float = 10.0) -> None:
+    """Delete ledger znodes (paths below the ledgers root), as BookKeeper's client does for a deleted ledger."""
+    if not paths:
+        return
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=zk_hosts, timeout=max(timeout_s, 10.0))
+    client.start(timeout=timeout_s)
+    try:
+        root = "/" + ledgers_root.strip("/")
+        for result in [client.delete_async(f"{root}/{p}") for p in paths]:
+            result.get(timeout=timeout_s)
+    finally:
+        client.stop()
+        client.close()
+
+
 def znode_ctimes(lab: BookKeeperLab, zk_hosts: str, ledgers_root: str = "/ledgers",
                  timeout_s: float = 10.0) -> dict[int, int]:
     """{ledger id: ctime} of the lab's ledger znodes as the ZooKeeper at `zk_hosts` stamped them."""
@@ -121,7 +138,8 @@ def znode_ctimes(lab: BookKeeperLab, zk_hosts: str, ledgers_root: str = "/ledger
     try:
         root = "/" + ledgers_root.strip("/")
         pending = {lid: client.exists_async(f"{root}/{lab.znode_path(lid)}") for lid in lab.ledger_ids}
-        return {lid: result.get(timeout=timeout_s).ctime for lid, result in pending.items()}
+        stats = {lid: result.get(timeout=timeout_s) for lid, result in pending.items()}
+        return {lid: stat.ctime for lid, stat in stats.items() if stat is not None}   # deleted ones have none
     finally:
         client.stop()
         client.close()

@@ -31,6 +31,9 @@ ZNODE, ADMIN_JSON, ENTRIES, ENTRIES_ERROR, BOOKIE_LISTS, RACKS_JSON, COLLECTION 
 ZNODE_STAT, INDEX_AVAIL, INDEX_INVENTORY, PROBES, PROBES_BOOKIE = (
     "ledger-metadata-stat", "location-index", "location-index-inventory", "read-probes", "read-probes-bookie")
 STAT_SUFFIX = ".stat.json"
+# ledger-metadata/<znode path>.deleted.json: the znode was gone when looked up again after the bookies were asked
+# (audit/collectors/bookkeeper/deleted.py); normalize leaves the ledger out of bk_ledgers.
+DELETED_SUFFIX, ZNODE_DELETED, DELETED = ".deleted.json", "ledger-metadata-deleted", "_deleted_ledgers"
 Row = tuple[str, dict]
 
 
@@ -88,7 +91,8 @@ def decode_file(source_key: str, data: bytes) -> list[Row]:
 def _kind(rest: list[str]) -> str:
     head = rest[0]
     if head == "ledger-metadata":
-        return ZNODE_STAT if rest[-1].endswith(STAT_SUFFIX) else ZNODE
+        return ZNODE_STAT if rest[-1].endswith(STAT_SUFFIX) else ZNODE_DELETED if rest[-1].endswith(
+            DELETED_SUFFIX) else ZNODE
     if head == "ledger-metadata-http":
         return ADMIN_JSON
     if head == "entries-of-ledger":
@@ -130,6 +134,8 @@ def _decode(cluster: str, rest: list[str], key: str, data: bytes) -> Iterator[Ro
             yield RACKS, {"cluster": cluster, "bookie": bookie, "rack": rack}
     elif kind == ZNODE_STAT:
         yield from stat_rows(cluster, rest, key, data)
+    elif kind == ZNODE_DELETED:
+        yield from _deleted_rows(cluster, rest, key, data)
     elif kind in (INDEX_AVAIL, PROBES):
         yield from ledger_evidence_rows(cluster, rest, key, data, kind)
     elif kind in (INDEX_INVENTORY, PROBES_BOOKIE):
@@ -203,6 +209,18 @@ def stat_rows(cluster: str, rest: list[str], key: str, data: bytes) -> Iterator[
         raise PayloadError(key, "key", "ledger-metadata/<ledger znode path>.stat.json", "/".join(rest))
     yield ZNODE_STATS, {"cluster": cluster, "ledger_id": ledger_id, "znode_ctime": raw_evidence.znode_ctime(data, key),
                         "source_key": key}
+
+
+def _deleted_rows(cluster: str, rest: list[str], key: str, data: bytes) -> Iterator[Row]:
+    path = "/".join(rest[1:])[: -len(DELETED_SUFFIX)]
+    ledger_id = ledger_metadata.ledger_id_from_znode_path(path)
+    if ledger_id is None:
+        raise PayloadError(key, "key", f"ledger-metadata/<ledger znode path>{DELETED_SUFFIX}", "/".join(rest))
+    doc = json.loads(data)
+    if not isinstance(doc, dict) or doc.get("ledger_id") != ledger_id:
+        raise PayloadError(key, "ledger_id", f"{ledger_id} (from the key)", doc.get("ledger_id")
+                           if isinstance(doc, dict) else doc)
+    yield DELETED, {"cluster": cluster, "ledger_id": ledger_id, "source_key": key}
 
 
 def _bookie_and_ledger(rest: list[str], key: str, suffix: str) -> tuple[str, int]:

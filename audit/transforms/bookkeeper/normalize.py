@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StructType
 from pyspark.sql.window import Window
 
-from audit.transforms.bookkeeper.decode import AVAILABILITY as AVAILABILITY_ROWS, BOOKIES as BOOKIES_ROWS, \
+from audit.transforms.bookkeeper.decode import AVAILABILITY as AVAILABILITY_ROWS, BOOKIES as BOOKIES_ROWS, DELETED, \
     EVIDENCE as EVIDENCE_ROWS, LEDGERS as LEDGERS_ROWS, QUARANTINE as QUARANTINE_ROWS, RACKS, SYSTEM, ZNODE_STATS, \
     decode_file
 from audit.transforms.common import B, I, L, QUARANTINE, S, Cached, decode_raw, struct, tagged, write_normalized
@@ -36,7 +36,8 @@ BOOKIE_EVIDENCE = struct(("cluster", S), ("bookie", S), ("evidence", S), ("compl
                           ("reason", S), ("source_key", S), ("ledger_ids", ArrayType(L)))
 _STATS = struct(("cluster", S), ("ledger_id", L), ("znode_ctime", L), ("source_key", S))
 # Every decoded row goes into one wide row tagged with its table, so the files are read and decoded once.
-_DECODED = tagged("table", (LEDGERS, AVAILABILITY, BOOKIES, BOOKIE_EVIDENCE, _STATS, QUARANTINE))
+_DELETED = struct(("cluster", S), ("ledger_id", L), ("source_key", S))
+_DECODED = tagged("table", (LEDGERS, AVAILABILITY, BOOKIES, BOOKIE_EVIDENCE, _STATS, _DELETED, QUARANTINE))
 TABLES = ("bk_ledgers", "bk_entry_availability", "bk_bookies", "bk_bookie_evidence")
 ZNODE_FORMATS_WITH_STAT_CTIME = (2, 3)    # v1 metadata never takes the znode's ctime
 
@@ -55,6 +56,10 @@ def normalize(spark: SparkSession, raw_dir: str) -> Cached:
     ledgers = effective_ctime(ledgers.withColumn("_n", F.row_number().over(w)).where("_n = 1").drop("_n"),
                               decoded.where(F.col("table") == ZNODE_STATS).select("cluster", "ledger_id",
                                                                                   "znode_ctime"))
+    # A ledger deleted while it was being collected (retention) is not judged: its bookies' empty answers came
+    # after the deletion. Its metadata stays in raw/ as evidence.
+    deleted = decoded.where(F.col("table") == DELETED).select("cluster", "ledger_id").distinct()
+    ledgers = ledgers.join(deleted, ["cluster", "ledger_id"], "left_anti")
     racks = decoded.where(F.col("table") == RACKS).select("cluster", "bookie", "rack")
     bookies = (decoded.where(F.col("table") == BOOKIES_ROWS).select("cluster", "bookie", "state").alias("b")
                .join(racks.alias("r"), ["cluster", "bookie"], "left")

@@ -27,12 +27,15 @@ class Snapshot:
     inventories: dict[str, dict] = field(default_factory=dict)           # location-index bookie -> inventory
     probes: dict[tuple[str, int], dict] = field(default_factory=dict)    # read probes of (bookie, ledger)
     probe_bookies: dict[str, dict] = field(default_factory=dict)
+    deleted: dict[int, LedgerMetadata] = field(default_factory=dict)     # deleted during collection: not judged
 
 
 def read_snapshot(sink: dict[str, bytes]) -> Snapshot:
     snap = Snapshot()
     for key, data in sink.items():
-        if key.startswith("ledger-metadata/") and key.endswith(".stat.json"):
+        if key.startswith("ledger-metadata/") and key.endswith(".deleted.json"):
+            snap.deleted[json.loads(data)["ledger_id"]] = None
+        elif key.startswith("ledger-metadata/") and key.endswith(".stat.json"):
             lid = ledger_metadata.ledger_id_from_znode_path(key[len("ledger-metadata/"):-len(".stat.json")])
             snap.stats[lid] = json.loads(data)
         elif key.startswith("location-index/"):
@@ -69,6 +72,8 @@ def read_snapshot(sink: dict[str, bytes]) -> Snapshot:
             snap.racks = json.loads(data)
         else:
             raise AssertionError(f"unexpected key {key}")
+    for lid in snap.deleted:
+        snap.deleted[lid] = snap.metadata.pop(lid)
     for lid, md in snap.metadata.items():
         for bookie in {b for seg in md.segments for b in seg.ensemble}:
             if bookie in snap.inventories and (bookie, lid) not in snap.answers:

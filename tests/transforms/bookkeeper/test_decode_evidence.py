@@ -148,3 +148,12 @@ def test_bad_keys_are_quarantined(key, kind):
     assert _bad(key, b"{}", "key") == []
     ((_, q),) = _one(key, b"{}")
     assert (q["system"], q["cluster"], q["payload_kind"]) == ("bookkeeper", "bk-a", kind)
+
+
+def test_deletion_note_names_the_ledger_of_its_path_or_is_quarantined():
+    note = {"ledger_id": 7, "checked_at_ms": 1, "reason": "gone"}
+    assert _one("ledger-metadata/00/0000/L0007.deleted.json", _j(note)) == [
+        ("_deleted_ledgers", {"cluster": "bk-a", "ledger_id": 7,
+                              "source_key": K + "ledger-metadata/00/0000/L0007.deleted.json"})]
+    ((table, row),) = _one("ledger-metadata/00/0000/L0007.deleted.json", _j(note | {"ledger_id": 8}))
+    assert table == "quarantine" and "ledger_id" in row["reason"] and "7 (from the key)" in row["reason"]
