@@ -113,6 +113,9 @@ class ReportSection:
     claims(violation) -> [(key, count)]        keys one violation can answer
     truth_item(finding) -> dict                where a ground-truth finding is (for the scorecard's lists)
     scorecard(truths, outputs) -> dict | None  an extra scorecard part (e.g. failover counts), keyed by `scorecard_key`
+    coverage(outputs) -> [gap]                 what the audit itself could not judge, as coverage gaps
+                                               {"system", "cluster", "source", "what", "error"}: the run is then
+                                               not complete (as for a source the collector could not read)
     """
 
     summary: Callable[[RunOutputs], dict | None]
@@ -124,6 +127,7 @@ class ReportSection:
     truth_required: tuple[str, ...] = ("check", "cluster")
     scorecard: Callable[[list, RunOutputs], dict | None] | None = None
     scorecard_key: str | None = None
+    coverage: Callable[[RunOutputs], list[dict]] | None = None
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,9 @@ def import_paths(writer, system, cluster: str, kind: str, paths: Iterable[Path],
     def put(key: str, data: bytes) -> None:
         writer.put("raw", f"{system.name}/{cluster}/{key}", data)
 
+    # `put.exists(key)`: the key is already stored in this run (an import into an existing run carries its
+    # evidence), for kinds that never replace evidence.
+    put.exists = lambda key: writer.store.exists(writer.key("raw", f"{system.name}/{cluster}/{key}"))
     result = spec.store(put, cluster, walk(paths), given)
     keys = [f"{system.name}/{cluster}/{k}" for k in result["stored"]]
     return {"stored": len(keys), "rejected": result["rejected"], "keys": keys[:20]}

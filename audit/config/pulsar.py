@@ -9,8 +9,8 @@ from typing import Annotated, Any, ClassVar, Sequence
 from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
 
 from audit.config.model import Secret, Timeouts
-from audit.config.values import (SECRET_HINT, Duration, Flag, HttpUrl, Record, choice, integer, lab_block, listing,
-                                 record, rule_error, set_field, show, text)
+from audit.config.values import (SECRET_HINT, Duration, Flag, HttpUrl, Record, choice, expect_mapping, integer,
+                                 lab_block, listing, record, rule_error, set_field, show, text)
 
 SOURCES = ("lab", "admin")
 DUMP_MODES = ("admin", "reader")  # reader: data messages through a pulsar-client Reader (collectors/pulsar/reader.py)
@@ -42,6 +42,19 @@ Source = choice(*SOURCES)
 DumpMode = choice(*DUMP_MODES)
 AtLeastOne = integer(1)
 NonNegative = integer(0)
+def _broker_version(value: Any) -> str:
+    from audit.domain.pulsar.snapshot_cache import broker_cache_model, parse_version
+
+    if not isinstance(value, str) or parse_version(value) is None:
+        raise rule_error("a broker release 'MAJOR.MINOR.PATCH' or 'MAJOR.MINOR.x' (e.g. 3.0.x)", show(value))
+    if broker_cache_model(value) is None:
+        raise rule_error("the patch release on the 4.0 and 4.1 lines (the snapshot cache changed at 4.0.9 and "
+                         "4.1.3, apache/pulsar#25044)", show(value))
+    return value
+
+
+BrokerVersion = Annotated[str, BeforeValidator(_broker_version),
+                          WithJsonSchema({"type": "string", "pattern": r"^\d+\.\d+\.(\d+|x)"})]
 PulsarLab = lab_block(schema={"type": "object", "description": "the simulated geo-replicated world "
                                                                "(audit/lab/pulsar/config.py, docs/pulsar/lab.md)"})
 
@@ -78,6 +91,9 @@ class PulsarCluster(Record):
     timeouts: Timeouts = Field(default_factory=Timeouts)
     tls_verify: Flag = True
     lab: PulsarLab | None = None
+    # The brokers' release ("3.0.4", "3.0.x"): picks the PIP-33 snapshot cache rule the audit expects
+    # (apache/pulsar#25044); unset = what /admin/v2/brokers/version reports, else the current rule.
+    broker_version: BrokerVersion | None = None
 
     @model_validator(mode="after")
     def _rules(self) -> "PulsarCluster":
@@ -111,11 +127,52 @@ class PulsarCluster(Record):
 
 
 @record
+class RedeliveryTolerance(Record):
+    """How far a target subscription may lag behind what PIP-33 would have brought it to before a failover
+    redelivery becomes a finding: more than `messages` such messages, or the oldest older than `age`."""
+
+    messages: NonNegative = 0
+    age_s: Duration = Field(0, alias="age")
+
+
+NamespaceKey = text(NAMESPACE_RE, "tenant/namespace keys")
+
+
+@record
+class RedeliveryTolerances(Record):
+    """`default` for every namespace, `namespaces` {"tenant/ns": {messages, age}} for some."""
+
+    default: RedeliveryTolerance = Field(default_factory=RedeliveryTolerance)
+    namespaces: Annotated[dict[NamespaceKey, RedeliveryTolerance],
+                          expect_mapping("a mapping of tenant/namespace to {messages, age}")] = Field(
+        default_factory=dict)
+
+    def of(self, namespace: str) -> RedeliveryTolerance:
+        return self.namespaces.get(namespace, self.default)
+
+
+@record
+class MessageTtls(Record):
+    """The namespaces' message TTL (messageTTLInSeconds; 0 = none, the broker's default): a replicator
+    drops expired messages unsent, so they are never missing on the remote."""
+
+    default: Duration = 0
+    namespaces: Annotated[dict[NamespaceKey, Duration], expect_mapping("a mapping of tenant/namespace to a "
+                                                                       "duration")] = Field(default_factory=dict)
+
+    def of(self, namespace: str) -> int:
+        return self.namespaces.get(namespace, self.default)
+
+
+@record
 class PulsarThresholds(Record):
     """Pulsar's keys of the estate's `thresholds:` block."""
 
     pulsar_replicator_backlog_max: NonNegative = 10_000  # entries waiting in a pulsar.repl.<remote> cursor
     pulsar_snapshot_max_age_s: Duration = Field(300, alias="pulsar_snapshot_max_age")  # newest complete PIP-33
+    pulsar_redelivery_tolerance: RedeliveryTolerances = Field(default_factory=RedeliveryTolerances)
+    pulsar_message_ttl: MessageTtls = Field(default_factory=MessageTtls)
 
 
-__all__ = ["PulsarCluster", "PulsarDump", "PulsarThresholds", "Timeouts", "SOURCES", "DUMP_MODES"]
+__all__ = ["PulsarCluster", "PulsarDump", "PulsarThresholds", "RedeliveryTolerance", "RedeliveryTolerances",
+           "MessageTtls", "Timeouts", "SOURCES", "DUMP_MODES"]

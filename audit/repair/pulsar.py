@@ -3,13 +3,18 @@
 Input: metrics/pulsar_failover rows (docs/pulsar/contracts.md). For each (topic, subscription, source, target)
 whose target cursor does not match the exact answer (another MDP, or messages redelivered / skipped), the plan
 puts the target subscription in the state the source had:
-  1. cumulative reset of the target cursor AT `exact_target_mdp` (REST resetcursor with isExcluded=true, or
+  1. cumulative reset of the target cursor AT `exact_target_mdp` (REST resetcursor with body key `excluded`, or
      `pulsar-admin topics reset-cursor ... -m L:E -e`): the broker seeks to the entry after L:E, so the
-     markDeletePosition becomes L:E, and the reset clears the target's individually-deleted ranges;
+     markDeletePosition becomes L:E, and the reset clears the target's individually-deleted ranges. The body
+     is the broker's ResetCursorData read by Jackson: its flag is the property `excluded` (Lombok's setter of
+     `boolean isExcluded`), and the broker's ObjectMapper ignores unknown keys, so a body saying "isExcluded"
+     resets one entry early without any error;
   2. individual acknowledgements of `to_acknowledge` (what the source had acked above its MDP) through a
      client consumer, in chunks.
 `preconditions` hold the target cursor seen by the audit; whoever applies the plan re-reads it and refuses
-if it moved. Applying goes through the approval flow (not here). `plan_id` is the sha256 of the plan.
+if it moved. The reset step's `post_check` says what stats-internal must show afterwards; `reset_landed`
+compares it the way the broker places the cursor (`L:-1` lands on the previous ledger's last entry).
+Applying goes through the approval flow (not here). `plan_id` is the sha256 of the plan.
 
 `plan_run(outputs)` (the System's plan_repairs) reads metrics/pulsar_failover and the estate's admin URLs."""
 from __future__ import annotations
@@ -140,6 +145,12 @@ def _plan_row(i: int, row: Any, urls: Mapping[str, str], chunk_size: int) -> dic
     m = _TOPIC.fullmatch(topic)
     if m is None:
         raise RepairInputError(src, "topic", "a persistent topic 'persistent://tenant/namespace/topic'")
+    if row.get("pairing_ambiguous"):
+        # (origin, producer, sequence id) repeats in a window (no source-position property, producers restarted
+        # without deduplication): which target copy is which source message is not known, so neither is the
+        # position to reset to.
+        raise RepairInputError(src, "pairing_ambiguous", "false: no repair is planned from an ambiguous pairing "
+                                                         "of source and target messages")
     current, exact = _position(row, src, "target_mdp"), _position(row, src, "exact_target_mdp")
     source_mdp = _position(row, src, "source_mdp")
     counts = {k: _count(row, src, k) for k in _COUNTS}
@@ -189,14 +200,51 @@ def _reset_step(parts: tuple[str, ...], topic: str, sub: str, exact: tuple[int, 
     return {
         "step": 1, "action": "reset_cursor", "from": _fmt(current), "to": _fmt(exact), "direction": direction,
         "http": {"method": "POST", "url": (admin or f"<admin url of {target}>") + path,
-                 "body": {"ledgerId": exact[0], "entryId": exact[1], "partitionIndex": -1, "isExcluded": True,
-                          "batchIndex": -1}},
+                 "body": reset_body(exact)},
         "command": f"bin/pulsar-admin{_admin_flag(admin)} topics reset-cursor {shlex.quote(topic)} "
                    f"-s {shlex.quote(sub)} -m {_fmt(exact)} -e",
-        # isExcluded: the broker seeks to the entry after L:E, so the markDeletePosition lands AT L:E.
+        "post_check": {
+            "mark_delete_position": _fmt(exact), "individually_deleted": [],
+            "equivalent": (f"{_fmt(exact)} or, when ledger {exact[0]} is not the first of the topic's ledgers in "
+                           f"stats-internal, the last entry of the non-empty ledger before it (the broker stores "
+                           f"the entry before the new readPosition)" if exact[1] < 0 else
+                           f"exactly {_fmt(exact)}: one entry earlier means the broker did not apply the "
+                           f"exclude flag (stop there)")},
+        # excluded: the broker seeks to the entry after L:E, so the markDeletePosition lands AT L:E.
         "why": f"after the reset the markDeletePosition is {_fmt(exact)}, delivery resumes after it and the "
                f"target's individually-acknowledged ranges are cleared (step 2 puts back the right ones)",
     }
+
+
+def reset_body(position: tuple[int, int]) -> dict[str, Any]:
+    """The resetcursor body as the broker's ResetCursorData deserializes it: `excluded` (not "isExcluded",
+    which Jackson would ignore) makes the broker seek to the entry after the position."""
+    return {"ledgerId": position[0], "entryId": position[1], "partitionIndex": -1, "excluded": True,
+            "batchIndex": -1}
+
+
+def reset_landed(expected: str, observed: str, ledgers: list[tuple[int, int]]) -> bool:
+    """Whether a markDeletePosition read back from stats-internal (`observed`) is the plan's `expected` one.
+    `ledgers`: the topic's (ledgerId, entries) in stats-internal order. A reset AT `L:-1` seeks to `L:0`, and
+    the broker stores the entry before that readPosition (ManagedLedgerImpl.getPreviousPosition): the last
+    entry of the nearest earlier non-empty ledger, or `L:-1` when no earlier ledger is listed."""
+    want, got = _parse(expected), _parse(observed)
+    if want is None or got is None:
+        raise ValueError(f"positions 'L:E' expected, got {expected!r} and {observed!r}")
+    return got == want or (want[1] == -1 and got == _previous_entry(want[0], ledgers))
+
+
+def _parse(text: str) -> tuple[int, int] | None:
+    m = _POSITION.fullmatch(text) if isinstance(text, str) else None
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _previous_entry(ledger_id: int, ledgers: list[tuple[int, int]]) -> tuple[int, int]:
+    earlier = [(lid, n) for lid, n in ledgers if lid < ledger_id]
+    for lid, n in reversed(earlier):
+        if n > 0:
+            return (lid, n - 1)
+    return (earlier[0][0], -1) if earlier else (ledger_id, -1)
 
 
 def _ack_step(topic: str, sub: str, acks: list[tuple[int, int]], full_count: int, chunk_size: int) -> dict:

@@ -136,8 +136,8 @@ def build_run_report(root: Path, *, estate: str, run_id: str, attempt_id: str, r
     truth = _ground_truth(root)
     run_meta = {"estate": estate, "run_id": run_id, "attempt_id": attempt_id,
                 "report_location": report_prefix + "report.html", "report_prefix": report_prefix}
-    summary = build_summary(run_meta, violations, _coverage(root), validation, truth or None,
-                            systems=systems, outputs=outputs)
+    gaps = _coverage(root) + [g for s in systems if s.report.coverage for g in s.report.coverage(outputs)]
+    summary = build_summary(run_meta, violations, gaps, validation, truth or None, systems=systems, outputs=outputs)
     planned = repair_plans(systems, outputs)
     summary["repair_plans"] = [plan_summary(name, p) for name, (plans, _) in planned.items() for p in plans]
     errors = [{"system": name, "error": e.get("error")} for name, (_, errs) in planned.items() for e in errs]

@@ -14,7 +14,9 @@ stats-internal.json is decoded again so the window, and with it every chunk key,
 """
 from __future__ import annotations
 
+import json
 import logging
+import re
 import time
 from typing import Any, Callable
 
@@ -41,6 +43,22 @@ class PulsarConfigError(ValueError):
     def __init__(self, cluster: str, field: str, expected: str, got: Any = None):
         self.cluster, self.field, self.expected, self.got = cluster, field, expected, got
         super().__init__(f"pulsar cluster {cluster!r}: field {field}: expected {expected}, got {got!r}")
+
+
+def status_endpoint_missing(resp) -> bool:
+    """GET .../replicatedSubscriptionStatus exists from Pulsar 2.10 (apache/pulsar#12891); 2.7.3-2.9 brokers
+    have only its POST (apache/pulsar#10790) and answer 405, older ones 404 from the servlet container (an HTML
+    page or no body). The broker's own 404s ("Subscription not found", "Topic not found") are JSON
+    `{"reason": ...}` bodies: those stay gaps."""
+    if resp.status == 405:
+        return True
+    if resp.status != 404:
+        return False
+    try:
+        reason = json.loads(resp.body).get("reason")
+    except (ValueError, AttributeError):
+        return True
+    return not isinstance(reason, str) or not re.search(r"subscription|topic", reason, re.IGNORECASE)
 
 
 def dump_settings(cluster: PulsarCluster, progress_every: int = 10) -> DumpSettings:
@@ -118,14 +136,19 @@ class _TopicCollection:
         self.reader, self.report = reader, report
         self.prefix = topic.folder + "/"
 
-    def _fetch(self, suffix: str, key: str, what: str) -> tuple[bytes | None, str]:
-        """The body stored under `key` (asked for only when no earlier attempt stored it), and its source."""
+    def _fetch(self, suffix: str, key: str, what: str, unavailable=None) -> tuple[bytes | None, str]:
+        """The body stored under `key` (asked for only when no earlier attempt stored it), and its source.
+        `unavailable(resp)`: the answer means this broker has no such endpoint, which is no gap (counted)."""
         url = self.client.url(self.topic.path(suffix))
         body = stored(self.sink, self.prefix + key)
         if body is not None:
             self.report.count("keys_resumed")
             return body, url
         resp = self.client.get(self.topic.path(suffix))
+        if resp.error is not None and unavailable is not None and unavailable(resp):
+            self.report.count("replicated_status_unavailable")
+            log.info("%s: %s not available on this broker (%s)", resp.url, what, resp.error)
+            return None, url
         if resp.error is not None:
             self.report.gap(resp.url, what, resp.error)
             return None, url
@@ -151,7 +174,8 @@ class _TopicCollection:
         subscriptions = replicated_subscriptions(si, stats)
         for sub in subscriptions:
             self._fetch(f"/subscription/{quote(sub)}/replicatedSubscriptionStatus",
-                        f"subscriptions/{quote(sub)}/replicated-status.json", "replicated subscription status")
+                        f"subscriptions/{quote(sub)}/replicated-status.json", "replicated subscription status",
+                        unavailable=status_endpoint_missing)
         if si is None:
             self.report.count("topics_without_dump")  # the gap above says why
             return

@@ -1,16 +1,33 @@
-"""`replaudit import --system pulsar`: `pulsar-admin topics stats-internal | stats |
-get-replicated-subscription-status` outputs and dump chunks (a folder laid out as <ledgerId>/<first>-<last>.jsonl)
-into raw/pulsar/<cluster>/topics/..., the folder the admin collector itself keeps a topic's evidence in
-(docs/pulsar/contracts.md, raw layout)."""
+"""`replaudit import --system pulsar`: every file the admin collector writes (collector.py, dump.py), taken by hand
+or by the collector elsewhere, into raw/pulsar/<cluster>/, the collector's own layout (docs/pulsar/contracts.md):
+
+  per topic  T/stats-internal.json   --kind stats-internal   (pulsar-admin topics stats-internal)
+             T/stats.json            --kind stats            (pulsar-admin topics stats)
+             T/subscriptions/<sub>/replicated-status.json    --kind replicated-status --subscription S
+             T/dump/<L>/<first>-<last>.jsonl                 --kind dump (a folder of <L>/<first>-<last>.jsonl)
+             T/dump.json             --kind dump-window      (the dump window and its outcome)
+             the whole folder T      --kind topic-folder
+  per cluster collection.json        --kind collection-report
+             the whole folder raw/pulsar/<cluster>/          --kind cluster-folder (topics/... + collection.json)
+
+Every file is decoded before it is stored, with the decoder normalize uses (strictly: a dump chunk must hold one
+line per position of its key); a file that does not decode is rejected with the reason (file, field, what was
+expected) and nothing of it is stored. Evidence is never replaced: a key already stored in the run (an import into
+an existing run carries that run's evidence) or stored twice by one import is rejected too."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 from urllib.parse import quote
 
 from audit.contracts import ImportKind, ImportOption
+from audit.formats.errors import PayloadError
 
 TOPIC = ImportOption("topic", "persistent://tenant/namespace/topic, for Pulsar kinds")
 SUBSCRIPTION = ImportOption("subscription", "subscription name, for replicated-status")
+SYSTEM = "pulsar"
+TOPIC_FILES = ("stats-internal.json, stats.json, dump.json, subscriptions/<percent-encoded subscription>/"
+               "replicated-status.json or dump/<ledgerId>/<firstEntryId>-<lastEntryId>.jsonl")
 
 
 def topic_folder(topic: str | None) -> str:
@@ -25,30 +42,194 @@ def topic_folder(topic: str | None) -> str:
         raise ValueError(f"--topic {topic!r}: expected persistent://tenant/namespace/topic") from None
 
 
-def _store(kind: str, file_name: str | None):
-    """`file_name`: the one file of the kind inside the topic folder; None: a folder of dump chunks."""
+# -- validators: (data, source, topic, below) -> None, raising PayloadError -----------------------------------
+def _stats_internal(data: bytes, source: str, topic: str, below: str) -> None:
+    from audit.formats.pulsar.stats_internal import decode_stats_internal
+
+    decode_stats_internal(data, source)
+
+
+def _stats(data: bytes, source: str, topic: str, below: str) -> None:
+    from audit.formats.pulsar.stats import decode_topic_stats
+
+    decode_topic_stats(data, source)
+
+
+def _status(data: bytes, source: str, topic: str, below: str) -> None:
+    from audit.formats.pulsar.repl_status import decode_replicated_status
+
+    for name in decode_replicated_status(data, source):
+        # the broker names the topic asked about, or each partition of it
+        if name != topic and not name.startswith(topic + "-partition-"):
+            raise PayloadError(source, name, f"{topic!r} or one of its partitions (the topic imported for)", name)
+
+
+def _chunk(data: bytes, source: str, topic: str, below: str) -> None:
+    from audit.formats.pulsar.dump_chunk import decode_chunk_file
+
+    decode_chunk_file(data, source, below.removeprefix("dump/"))
+
+
+def _window(data: bytes, source: str, topic: str, below: str) -> None:
+    from audit.formats.pulsar.dump_window import decode_dump_window
+
+    decode_dump_window(data, source, topic)
+
+
+def _collection(data: bytes, source: str, cluster: str) -> None:
+    """The CollectionReport (audit/collectors/base.py) of this system and cluster."""
+    from audit.formats.pulsar import jsonbody as jb
+
+    doc = jb.load_object(data, source)
+    for key, want in (("system", SYSTEM), ("cluster", cluster)):
+        if doc.get(key) != want:
+            raise PayloadError(source, key, f"{want!r} (the --system / --cluster imported for)", doc.get(key))
+    counts = jb.obj(doc, "counts", source, "", "an object of name -> integer", required=False) or {}
+    for name in counts:
+        jb.integer(counts, name, source, "counts", required=True)
+    gaps = doc.get("gaps", [])
+    if not isinstance(gaps, list):
+        raise PayloadError(source, "gaps", "a list of {source, what, error}", gaps)
+    for i, gap in enumerate(gaps):
+        if not isinstance(gap, dict):
+            raise PayloadError(source, f"gaps[{i}]", "an object {source, what, error}", gap)
+        for key in ("source", "what", "error"):
+            jb.string(gap, key, source, f"gaps[{i}]", required=True)
+
+
+# -- layout ---------------------------------------------------------------------------------------------------
+def _classify(below: str) -> Callable | None:
+    """The validator of a path below a topic folder, or None when the collector writes no such file."""
+    parts = below.split("/")
+    if below == "stats-internal.json":
+        return _stats_internal
+    if below == "stats.json":
+        return _stats
+    if below == "dump.json":
+        return _window
+    if len(parts) == 3 and parts[0] == "subscriptions" and parts[1] and parts[2] == "replicated-status.json":
+        return _status
+    if len(parts) == 3 and parts[0] == "dump" and parts[2].endswith(".jsonl"):
+        return _chunk
+    return None
+
+
+class _Import:
+    def __init__(self, put, cluster: str):
+        self.put, self.cluster = put, cluster
+        self.exists = getattr(put, "exists", None)  # audit/cli/import_dumps.py: stored in this run already
+        self.stored: list[str] = []
+        self.rejected: list[dict] = []
+
+    def reject(self, path: Path, reason: str) -> None:
+        self.rejected.append({"file": str(path), "reason": reason})
+
+    def add(self, path: Path, key: str, check: Callable[[bytes, str], None]) -> None:
+        if key in self.stored or (self.exists is not None and self.exists(key)):
+            self.reject(path, f"{path}: raw/{SYSTEM}/{self.cluster}/{key} is already stored in this run; evidence "
+                              "is never replaced (import into a new run)")
+            return
+        data = path.read_bytes()
+        try:
+            check(data, str(path))
+        except PayloadError as exc:
+            self.reject(path, str(exc))
+            return
+        except (ValueError, TypeError, KeyError) as exc:  # a shape no decoder anticipated: still a named refusal
+            self.reject(path, f"{path}: {type(exc).__name__}: {exc}")
+            return
+        self.put(key, data)
+        self.stored.append(key)
+
+    def topic_file(self, path: Path, topic: str, folder: str, below: str) -> None:
+        check = _classify(below)
+        if check is None:
+            self.reject(path, f"{path}: {below!r} is not a file the collector writes in a topic folder; expected "
+                              + TOPIC_FILES)
+            return
+        self.add(path, f"{folder}/{below}", lambda data, source: check(data, source, topic, below))
+
+    def result(self) -> dict:
+        return {"stored": self.stored, "rejected": self.rejected}
+
+
+def _one_file(kind: str, files: list) -> tuple[Path, str]:
+    if len(files) != 1:
+        raise ValueError(f"import --kind {kind}: expected exactly one file, got {len(files)}")
+    return files[0]
+
+
+def _store_file(kind: str, below: Callable[[dict], str]):
+    """A kind that is one file of a topic folder (`below(options)`: its path in the folder)."""
     def store(put, cluster: str, files: list[tuple[Path, str]], options: dict) -> dict:
-        folder = topic_folder(options.get("topic"))
-        if kind == "replicated-status":
-            if not options.get("subscription"):
-                raise ValueError("import --kind replicated-status: give --subscription")
-            folder += "/subscriptions/" + quote(options["subscription"], safe="")
-        if file_name is not None and len(files) != 1:
-            raise ValueError(f"import --kind {kind}: expected exactly one file, got {len(files)}")
-        stored = []
-        for path, rel in files:
-            key = f"{folder}/" + (f"dump/{rel}" if file_name is None else file_name)
-            put(key, path.read_bytes())
-            stored.append(key)
-        return {"stored": stored, "rejected": []}
+        topic = options.get("topic")
+        folder = topic_folder(topic)
+        where = below(options)
+        path, _ = _one_file(kind, files)
+        job = _Import(put, cluster)
+        job.topic_file(path, topic, folder, where)
+        return job.result()
     return store
 
 
+def _status_path(options: dict) -> str:
+    if not options.get("subscription"):
+        raise ValueError("import --kind replicated-status: give --subscription")
+    return f"subscriptions/{quote(options['subscription'], safe='')}/replicated-status.json"
+
+
+def _store_dump(put, cluster: str, files: list[tuple[Path, str]], options: dict) -> dict:
+    topic = options.get("topic")
+    folder = topic_folder(topic)
+    job = _Import(put, cluster)
+    for path, rel in files:
+        job.topic_file(path, topic, folder, "dump/" + rel.removeprefix("dump/"))
+    return job.result()
+
+
+def _store_topic_folder(put, cluster: str, files: list[tuple[Path, str]], options: dict) -> dict:
+    topic = options.get("topic")
+    folder = topic_folder(topic)
+    job = _Import(put, cluster)
+    for path, rel in files:
+        job.topic_file(path, topic, folder, rel)
+    return job.result()
+
+
+def _store_collection(put, cluster: str, files: list[tuple[Path, str]], options: dict) -> dict:
+    path, _ = _one_file("collection-report", files)
+    job = _Import(put, cluster)
+    job.add(path, "collection.json", lambda data, source: _collection(data, source, cluster))
+    return job.result()
+
+
+def _store_cluster_folder(put, cluster: str, files: list[tuple[Path, str]], options: dict) -> dict:
+    job = _Import(put, cluster)
+    for path, rel in files:
+        parts = rel.split("/")
+        if rel == "collection.json":
+            job.add(path, rel, lambda data, source: _collection(data, source, cluster))
+        elif len(parts) >= 5 and parts[0] == "topics" and all(parts[1:4]):
+            topic = "persistent://" + "/".join(parts[1:4])   # the folder spells the topic as is
+            job.topic_file(path, topic, topic_folder(topic), "/".join(parts[4:]))
+        else:
+            job.reject(path, f"{path}: {rel!r} is not a file the collector writes for a cluster; expected "
+                             "collection.json or topics/<tenant>/<namespace>/<topic>/<file> (" + TOPIC_FILES + ")")
+    return job.result()
+
+
 KINDS = {
-    "stats-internal": ImportKind("pulsar-admin topics stats-internal JSON", _store("stats-internal",
-                                                                                   "stats-internal.json"), (TOPIC,)),
-    "stats": ImportKind("pulsar-admin topics stats JSON", _store("stats", "stats.json"), (TOPIC,)),
+    "stats-internal": ImportKind("pulsar-admin topics stats-internal JSON",
+                                 _store_file("stats-internal", lambda o: "stats-internal.json"), (TOPIC,)),
+    "stats": ImportKind("pulsar-admin topics stats JSON", _store_file("stats", lambda o: "stats.json"), (TOPIC,)),
     "replicated-status": ImportKind("replicated subscription status JSON",
-                                    _store("replicated-status", "replicated-status.json"), (TOPIC, SUBSCRIPTION)),
-    "dump": ImportKind("per-entry dump chunks (<ledgerId>/<first>-<last>.jsonl)", _store("dump", None), (TOPIC,)),
+                                    _store_file("replicated-status", _status_path), (TOPIC, SUBSCRIPTION)),
+    "dump": ImportKind("per-entry dump chunks (<ledgerId>/<first>-<last>.jsonl)", _store_dump, (TOPIC,)),
+    "dump-window": ImportKind("the dump window and its outcome (the collector's dump.json)",
+                              _store_file("dump-window", lambda o: "dump.json"), (TOPIC,)),
+    "topic-folder": ImportKind("a topic folder as the collector writes it (stats-internal.json, stats.json, "
+                               "subscriptions/, dump/, dump.json)", _store_topic_folder, (TOPIC,)),
+    "collection-report": ImportKind("the collector's collection.json of this cluster", _store_collection),
+    "cluster-folder": ImportKind("a cluster folder as the collector writes it (raw/pulsar/<cluster>/: topics/..., "
+                                 "collection.json)", _store_cluster_folder),
 }

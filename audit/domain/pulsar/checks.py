@@ -32,7 +32,8 @@ CHECKS: Mapping[str, Check] = {
     "pulsar.replicator_disconnected": Check(
         "major", "the replicator to a remote cluster is not connected"),
     "pulsar.failover_redelivery": Check(
-        "minor", "messages acked on the source but not on the target: a failover redelivers them"),
+        "minor", "messages acked on the source that PIP-33 told the target to acknowledge, still unacked there "
+                 "beyond the namespace's redelivery tolerance: a failover redelivers them"),
     "pulsar.acks_below_mark_delete": Check(
         "minor", "a cursor keeps individually-deleted ranges at or below its markDeletePosition"),
     "pulsar.snapshot_stale": Check(
@@ -60,9 +61,39 @@ VALIDATION_CHECKS: Mapping[str, Check] = {
 
 
 @dataclass(frozen=True)
+class Tolerance:
+    """How far a target may lag behind what PIP-33 would have reached before a redelivery is a finding."""
+
+    messages: int = 0
+    age_s: int = 0
+
+
+DEFAULT = "*"   # the namespace key of the estate's default
+
+
+def namespace_of(topic: str) -> str:
+    """"tenant/ns" of persistent://tenant/ns/topic."""
+    return "/".join(topic.split("://", 1)[-1].split("/")[:2])
+
+
+@dataclass(frozen=True)
 class Thresholds:
     replicator_backlog_max: int | None = None     # None: not checked
     snapshot_max_age_s: int | None = None
+    # (namespace, value) pairs, DEFAULT for every other namespace (tuples: the settings travel to Spark workers)
+    redelivery_tolerance: tuple[tuple[str, Tolerance], ...] = ()
+    message_ttl_s: tuple[tuple[str, int], ...] = ()   # messageTTLInSeconds; 0 = none (the broker's default)
+
+    def tolerance(self, topic: str) -> Tolerance:
+        return _lookup(self.redelivery_tolerance, topic, Tolerance())
+
+    def ttl_s(self, topic: str) -> int:
+        return _lookup(self.message_ttl_s, topic, 0)
+
+
+def _lookup(pairs, topic: str, fallback):
+    found = dict(pairs)
+    return found.get(namespace_of(topic), found.get(DEFAULT, fallback))
 
 
 @dataclass(frozen=True)
@@ -79,6 +110,8 @@ class PairFacts:
     lost: int = 0
     ahead: int = 0                 # target messages acked beyond anything PIP-33 justifies
     evidence: Mapping[str, Any] = field(default_factory=dict)
+    lag: int = 0                   # of `redelivered`, those at or below what PIP-33 told the target (not by design)
+    lag_age_ms: int | None = None  # how long the oldest of those has been published (None: unknown)
 
 
 @dataclass(frozen=True)
@@ -125,18 +158,33 @@ def pair_subject(topic: str, subscription: str, source: str, target: str) -> str
     return f"{topic} sub={subscription} {source}->{target}"
 
 
-def _pair(run_id: str, f: PairFacts) -> list[dict]:
+def redelivery_beyond_tolerance(f: PairFacts, tolerance: Tolerance) -> bool:
+    """PIP-33 redelivers by design: the target follows the source one snapshot behind, so a redelivery after
+    the position PIP-33 told the target is a metric. The lag before it is a finding once it exceeds the
+    namespace's tolerance on both counts: more than `messages`, and the oldest older than `age_s` (an unknown
+    age exceeds it). Either alone can be the allowance; the default 0/0 allows no lag."""
+    if f.lag <= tolerance.messages:
+        return False
+    return f.lag_age_ms is None or f.lag_age_ms > tolerance.age_s * 1000
+
+
+def _pair(run_id: str, f: PairFacts, th: Thresholds = Thresholds()) -> list[dict]:
     if not f.replicated:
         return []
+    tolerance = th.tolerance(f.topic)
+    redelivered = f.lag if redelivery_beyond_tolerance(f, tolerance) else 0
     subject = pair_subject(f.topic, f.subscription, f.source, f.target)
-    ev = {**f.evidence, "topic": f.topic, "subscription": f.subscription, "target_cluster": f.target}
+    ev = {**f.evidence, "topic": f.topic, "subscription": f.subscription, "target_cluster": f.target,
+          "redelivered": f.redelivered, "redelivered_beyond_pip33": f.lag, "lag_age_s": None if f.lag_age_ms is None
+          else f.lag_age_ms // 1000, "tolerance": {"messages": tolerance.messages, "age_s": tolerance.age_s}}
     out = []
     for check, count, what in (("pulsar.failover_loss", f.lost, "never dispatched on the source and acked on "
                                                                 "the target: lost on failover"),
                                ("pulsar.failover_skip", f.skipped, "acked on the target, not on the source: "
                                                                    "skipped on failover"),
-                               ("pulsar.failover_redelivery", f.redelivered, "acked on the source, not on the "
-                                                                             "target: redelivered on failover"),
+                               ("pulsar.failover_redelivery", redelivered, "acked on the source, not on the "
+                                                                           "target, though PIP-33 told the target "
+                                                                           "to: redelivered on failover"),
                                ("pulsar.target_cursor_ahead", f.ahead, "acked on the target beyond any snapshot "
                                                                        "of the source (acks made on the target)")):
         if count > 0:
@@ -200,7 +248,7 @@ def findings(run_id: str, facts: Iterable[object], th: Thresholds = Thresholds()
     out: list[dict] = []
     for f in facts:
         if isinstance(f, PairFacts):
-            out += _pair(run_id, f)
+            out += _pair(run_id, f, th)
         elif isinstance(f, ReplicatorFacts):
             out += _replicator(run_id, f, th)
         elif isinstance(f, CursorFacts):

@@ -55,6 +55,8 @@ class Failover:
     to_acknowledge_count: int
     target_moves_backward: bool              # the reset moves the target cursor back (it acked too much)
     target: Window = field(repr=False, compare=False)
+    lag: int = 0                             # redelivered at or below what PIP-33 reached (`reach`): not by design
+    lag_oldest_ms: int | None = None         # the oldest of those: its publish time (None: none, or unknown)
 
     @property
     def redelivered_ranges(self) -> Ranges:
@@ -83,17 +85,19 @@ def _messages_between(target: Window, a: Position, b: Position) -> int:
     return int(target.messages_up_to[hi] - target.messages_up_to[lo])
 
 
-def _below_other_window(w: Window, unmatched: np.ndarray, other_code: int, sent: np.ndarray | None,
-                        other_from_start: bool) -> np.ndarray:
+def _below_other_window(w: Window, paired: np.ndarray, ambiguous: np.ndarray, other_code: int,
+                        sent: np.ndarray | None) -> np.ndarray:
     """Messages of window `w` missing from the other cluster's window but on it below that window: published
-    there, or published here and acked by this cluster's replicator to it (`sent`). The replicator sends in
-    this cluster's order, so a message published here can only be older than the other window if it comes
-    before the first one whose copy the other window holds (after that it is missing: a replication loss,
-    not a failover question), and never when the other window holds the whole topic."""
+    there, or published here and sent by this cluster's replicator to it (`sent`: acked by the replicator and
+    not dropped unsent, window.never_sent). The replicator sends in this cluster's order, so a message published
+    here can only be older than the other window if it comes before the first one whose copy the other window
+    holds (after that it is missing: a replication loss, not a failover question). The other window's start is
+    all it speaks for: whether it holds the whole topic cannot be told (trimmed ledgers leave no trace)."""
+    unmatched = ~paired & ~ambiguous
     below = unmatched & ~w.marker & (w.origin == other_code)
-    if sent is not None and not other_from_start:
+    if sent is not None:
         own = (w.origin == w.cluster_code) & ~w.marker
-        seen = np.flatnonzero(own & ~unmatched)
+        seen = np.flatnonzero(own & paired)
         limit = int(seen[0]) if seen.size else len(w)
         below[:limit] |= (own & unmatched & sent)[:limit]
     return below
@@ -116,17 +120,23 @@ class Comparison:
 
 
 def compare(source: Window, target: Window, m: Match | None = None, *, source_sent: np.ndarray | None = None,
-            target_sent: np.ndarray | None = None, source_from_start: bool = False,
-            target_from_start: bool = False) -> Comparison:
-    """`m` = identity.match(source, target) (computed when None). `source_sent` / `target_sent` = acked masks
-    of X's replicator to Y over X's window and of Y's replicator to X over Y's window (None: no such
-    replicator); `*_from_start`: that window holds the whole topic."""
+            target_sent: np.ndarray | None = None, source_vouches: bool = True,
+            target_vouches: bool = True) -> Comparison:
+    """`m` = identity.match(source, target) (computed when None). `source_sent` / `target_sent` = what X's
+    replicator to Y sent over X's window and Y's replicator to X over Y's window (None: no such replicator).
+    Messages whose pairing is ambiguous (identity.Match) are on neither side: not compared, not inferred.
+    `*_vouches` False: that window was not read (its entries could not be judged, e.g. an old broker's dump):
+    nothing of the other window is inferred to lie below it."""
     m = match(source, target) if m is None else m
     matched = m.target_source != NONE
     rows = np.flatnonzero(matched)
-    y_below_x = _below_other_window(target, ~matched, source.cluster_code, target_sent, source_from_start)
-    x_below_y = _below_other_window(source, ~m.source_on_target, target.cluster_code, source_sent,
-                                    target_from_start)
+    y_below_x = _below_other_window(target, matched, m.target_ambiguous, source.cluster_code, target_sent)
+    x_below_y = _below_other_window(source, m.source_on_target, m.source_ambiguous, target.cluster_code,
+                                    source_sent)
+    if not source_vouches:
+        y_below_x[:] = False
+    if not target_vouches:
+        x_below_y[:] = False
     return Comparison(source, target, m, matched, rows, m.target_source[rows], y_below_x, x_below_y,
                       matched | y_below_x, np.flatnonzero(~target.marker))
 
@@ -134,9 +144,12 @@ def compare(source: Window, target: Window, m: Match | None = None, *, source_se
 def failover(c: Comparison, source_cursor: CursorAcks, target_cursor: CursorAcks, *,
              target_end: Position | None = None, target_from: Position | None = None,
              source_acked: np.ndarray | None = None, target_acked: np.ndarray | None = None,
-             fallback: Position | None = None, max_acknowledge: int = MAX_ACKNOWLEDGE) -> Failover:
+             fallback: Position | None = None, max_acknowledge: int = MAX_ACKNOWLEDGE,
+             reach: Position | None = None) -> Failover:
     """`target_from` / `target_end` = the target window's bounds (dump `from`, exclusive, and `to`). The acked
-    masks of the subscription's cursors may be passed in when already computed."""
+    masks of the subscription's cursors may be passed in when already computed. `reach` = the target position
+    PIP-33 told the target to acknowledge up to (the newest UPDATE): redeliveries after it are PIP-33's design
+    (the target follows one snapshot behind); those at or below it are `lag`."""
     source, target = c.source, c.target
     a_x = acked_mask(source.index, source_cursor) if source_acked is None else source_acked
     a_y = acked_mask(target.index, target_cursor) if target_acked is None else target_acked
@@ -168,6 +181,10 @@ def failover(c: Comparison, source_cursor: CursorAcks, target_cursor: CursorAcks
     current = target_cursor.mark_delete
     if exact_known and exact != current and _messages_between(target, exact, current) == 0:
         exact = current
+    lag_rows = (np.flatnonzero(red[:target.index.count_at_or_below(reach)]) if reach is not None
+                else np.zeros(0, dtype=np.int64))
+    times = target.publish_time[lag_rows]
+    lag_oldest = int(times.min()) if times.size and not (times == NONE).any() else None
     after = target.index.count_at_or_below(exact)
     acks = np.flatnonzero(should[after:]) + after
     n_y_below, n_x_below = int(np.count_nonzero(c.y_below_x)), int(np.count_nonzero(c.x_below_y))
@@ -179,4 +196,4 @@ def failover(c: Comparison, source_cursor: CursorAcks, target_cursor: CursorAcks
         redelivered_runs=_runs(c.messages, red), skipped_runs=_runs(c.messages, skip),
         exact_target_mdp=exact, exact_known=exact_known,
         to_acknowledge_rows=acks[:max_acknowledge], to_acknowledge_count=int(acks.size),
-        target_moves_backward=exact < current, target=target)
+        target_moves_backward=exact < current, target=target, lag=int(lag_rows.size), lag_oldest_ms=lag_oldest)

@@ -5,12 +5,14 @@ Expected target markDeletePosition for subscription S, source X, target Y (the "
      copy from X in Y's window): it carries exactly the position Y was told to cumulatively ack. An UPDATE is
      only written when S's markDeletePosition passed a cached snapshot, so it is always justified by a
      snapshot <= the source MDP.
-  2. With no such UPDATE in the dump: s* = the newest SNAPSHOT written by X (naming Y) whose
-     local_message_id <= the source MDP and that S can have cached: its dispatcher must have read the
-     marker (marker position < S's readPosition on X), and fewer than `cache_limit` snapshots read after it
-     (the pre-4.0.9 TreeMap cache keeps the newest `replicatedSubscriptionsSnapshotMaxCachedPerSubscription`,
-     default 10; the newer list cache (default 30) keeps at least that many, so pass 30 for those brokers).
-     The expectation is s*.clusters[Y].
+  2. With no such UPDATE in the dump: s* = what S's snapshot cache hands out when its MDP moves. The cache
+     is replayed (snapshot_cache.py) with the SNAPSHOTs written by X naming Y that S's dispatcher read
+     (marker position < S's readPosition on X; unknown readPosition = read), in read order, under the cache
+     rule of X's broker version (`cache`): no UPDATE in the window means no pop handed one out, so every
+     read snapshot was added before the MDP moved. s* = the cached one with the highest local_message_id
+     <= the source MDP; the expectation is s*.clusters[Y]. Before apache/pulsar#25044 only the newest N
+     survive (an older s* is gone: no expectation); later brokers keep head and tail, so an older snapshot
+     than the newest below the MDP can be the answer.
   3. Otherwise none (null): no snapshot applies.
 Target cursor ahead (docs/pulsar/contracts.md "Which pairs raise findings"): the source makes a PIP-33 claim
 about Y only through markers in its dump window: its own UPDATEs for S and its own SNAPSHOTs at or below the
@@ -21,16 +23,17 @@ least one target message, the target's own consumers acked (target_cursor_ahead)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
 from audit.domain.pulsar.positions import Position
+from audit.domain.pulsar.snapshot_cache import DEFAULT_SIZE, SPREAD, CacheModel, surviving
 from audit.domain.pulsar.window import NONE, Marker, Window
 
 REQUEST, RESPONSE, SNAPSHOT, UPDATE = 10, 11, 12, 13
 SNAPSHOT_TIMEOUT_MS = 30_000        # replicatedSubscriptionsSnapshotTimeoutSeconds default
-DEFAULT_CACHE_LIMIT = 10            # replicatedSubscriptionsSnapshotMaxCachedPerSubscription before PR #25044
+DEFAULT_CACHE = CacheModel(SPREAD, DEFAULT_SIZE)   # brokers that say nothing of their version: the current rule
 
 
 @dataclass(frozen=True)
@@ -52,8 +55,10 @@ def _updates(markers: Iterable[Marker], subscription: str, target: str, sender: 
 
 
 def expect_target(source_markers: Sequence[Marker], subscription: str, source: str, target: str,
-                  source_mdp: Position, source_read: Position | None, *, cache_limit: int = DEFAULT_CACHE_LIMIT,
-                  target_markers: Sequence[Marker] = ()) -> Expectation:
+                  source_mdp: Position, source_read: Position | None, *, cache: CacheModel = DEFAULT_CACHE,
+                  target_markers: Sequence[Marker] = (),
+                  distance: Callable[[Position, Position], int] | None = None) -> Expectation:
+    """`distance(a, b)`: X's entries strictly between a and b (the SPREAD cache's eviction measure)."""
     snapshots = sorted((m for m in _own(source_markers, SNAPSHOT) if m.local is not None and target in m.clusters),
                        key=lambda m: m.position)
     own = _updates(source_markers, subscription, target, None)
@@ -63,11 +68,9 @@ def expect_target(source_markers: Sequence[Marker], subscription: str, source: s
     if told:
         return Expectation(max(told), "update", justified)   # successive UPDATEs only move forward
     read = [s for s in snapshots if source_read is None or s.position < source_read]
-    cached = [s for s in read if s.local <= source_mdp]
+    cached = [s for s in surviving(cache, [(s.local, s) for s in read], distance) if s.local <= source_mdp]
     if cached:
-        best = max(cached, key=lambda s: s.local)
-        if sum(1 for s in read if s.position > best.position) < cache_limit:
-            return Expectation(best.clusters[target], "snapshot", justified)
+        return Expectation(cached[-1].clusters[target], "snapshot", justified)   # the cache is in position order
     return Expectation(None, None, justified)
 
 

@@ -131,6 +131,11 @@ class Window:
         return json.dumps([list(p) for p in zip(first, last)])
 
     @property
+    def newest_publish_ms(self) -> int | None:
+        times = self.publish_time[self.publish_time != NONE]
+        return int(times.max()) if times.size else None
+
+    @property
     def messages_up_to(self) -> np.ndarray:
         """messages_up_to[i] = number of messages (non-markers) among rows 0..i-1 (length len+1)."""
         if self._message_counts is None:
@@ -141,6 +146,26 @@ class Window:
 def empty_window(cluster: str, cluster_code: int) -> Window:
     z = np.zeros(0, dtype=np.int64)
     return Window(cluster, cluster_code, z, z, np.zeros(0, dtype=bool), z, z, z, z, z, z)
+
+
+def never_sent(w: Window, remote: str, ttl_ms: int = 0, now_ms: int | None = None) -> np.ndarray:
+    """Messages published on w's cluster that its replicator to `remote` acknowledges without sending
+    (GeoPersistentReplicator.replicateEntries): `replicate_to` set and not naming `remote`, or expired by the
+    namespace's message TTL (MessageImpl.isExpired) when the replicator read them. The read instant is not
+    recorded, only bounded by the collection: a message younger than the TTL at `now_ms` cannot have expired;
+    an older one (or one without a publish time) may have, so it is never judged missing. ttl_ms 0 = no TTL
+    (the broker's default), now_ms None = the newest publish time in the window."""
+    own = (w.origin == w.cluster_code) & ~w.marker
+    out = np.zeros(len(w), dtype=bool)
+    for row, to in w.replicate_to.items():
+        out[row] = remote not in to
+    if ttl_ms > 0 and len(w):
+        now = now_ms if now_ms is not None else w.newest_publish_ms
+        if now is None:
+            out[:] = True
+        else:
+            out |= (w.publish_time == NONE) | (now - w.publish_time > ttl_ms)
+    return own & out
 
 
 def runs(flags: np.ndarray) -> np.ndarray:

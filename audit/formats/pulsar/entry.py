@@ -4,7 +4,14 @@ Each line records one answer of GET .../ledger/{L}/entry/{E}: the broker puts th
 `X-Pulsar-*` response headers and the (decompressed) payload in the body. Header names are matched
 case-insensitively (proxies and HTTP/2 lower-case them). Properties come one header per key
 (`X-Pulsar-PROPERTY-<key>`); a single `X-Pulsar-PROPERTY` header holding a JSON object (newer admin
-protocol) is read as well."""
+protocol) is read as well.
+
+Brokers before apache/pulsar#11443 (Pulsar 2.9.0, 2021) answer with `X-Pulsar-Message-ID`, the properties, the
+publish and event times and the batch count only: no producer name, sequence id, `replicated-from`,
+`replicated-to` or `marker-type`. Producer name and sequence id are required fields of every message's metadata
+(markers included), so a newer broker always sends them: a read line with none of those headers comes from an
+old broker, and `EntryRecord.metadata_headers` is False. Such a record cannot say whether it is a marker or a
+replicated copy (docs/formats/pulsar.md §2.8)."""
 from __future__ import annotations
 
 import base64
@@ -25,6 +32,9 @@ MESSAGE_ID, PUBLISH_TIME, PRODUCER, SEQUENCE_ID = ("X-Pulsar-Message-ID", "X-Pul
 REPLICATED_FROM, REPLICATED_TO, MARKER_TYPE = "X-Pulsar-replicated-from", "X-Pulsar-replicated-to", \
     "X-Pulsar-marker-type"
 PROPERTY_PREFIX, PROPERTIES_JSON = "X-Pulsar-PROPERTY-", "X-Pulsar-PROPERTY"
+# Headers apache/pulsar#11443 added to the per-entry response; any of them present = a broker that exposes the
+# message metadata the audit needs (origin, marker type).
+METADATA_HEADERS = (PRODUCER, SEQUENCE_ID, REPLICATED_FROM, REPLICATED_TO, MARKER_TYPE)
 REPL_SOURCE_POSITION = "__MSG_PROP_REPL_SOURCE_POSITION"  # apache/pulsar PR #23697
 OCTET_STREAM = "application/octet-stream"
 _INT = re.compile(r"-?\d+")
@@ -44,6 +54,7 @@ class EntryRecord:
     marker_type: int | None
     marker: dict | None
     body_size: int
+    metadata_headers: bool = True  # False: none of METADATA_HEADERS (a broker before apache/pulsar#11443)
 
     @property
     def position(self) -> Position:
@@ -163,7 +174,7 @@ def decode_entry_line(line: bytes | str, source: str) -> EntryRecord | EntryGap:
         replicated_from=h.one(REPLICATED_FROM), replicate_to=None if replicate_to is None else tuple(replicate_to),
         properties=MappingProxyType(props), source_position=_source_position(props, source),
         marker_type=marker_type, marker=None if marker_type is None else decode_marker(marker_type, body, source),
-        body_size=len(body))
+        body_size=len(body), metadata_headers=any(h.one(name) is not None for name in METADATA_HEADERS))
 
 
 def dump_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
@@ -220,4 +231,4 @@ def entry_to_json(item: EntryRecord | EntryGap) -> dict:
             "replicate_to": None if item.replicate_to is None else list(item.replicate_to),
             "properties": dict(item.properties),
             "source_position": None if item.source_position is None else str(item.source_position),
-            "marker": item.marker, "body_size": item.body_size}
+            "marker": item.marker, "body_size": item.body_size, "metadata_headers": item.metadata_headers}

@@ -3,7 +3,7 @@
     with serve_pulsar_admin(world, "east", token="s3cret") as base_url:
         requests.get(base_url + "/admin/v2/persistent/lab/geo", headers={"Authorization": "Bearer s3cret"})
 
-Answers (GET only), with the bodies and headers a broker sends (audit/lab/pulsar/payloads.py):
+Answers GETs with the bodies and headers a broker sends (audit/lab/pulsar/payloads.py), and one POST:
   /admin/v2/persistent/{tenant}/{ns}                      topics (partitions listed one by one)
   /admin/v2/persistent/{tenant}/{ns}/partitioned          partitioned topics
   /admin/v2/namespaces/{tenant}/{ns}/topics               every topic of the namespace
@@ -12,12 +12,21 @@ Answers (GET only), with the bodies and headers a broker sends (audit/lab/pulsar
   /admin/v2/persistent/{t}/{ns}/{topic}/stats             stats
   /admin/v2/persistent/{t}/{ns}/{topic}/subscription/{sub}/replicatedSubscriptionStatus
   /admin/v2/persistent/{t}/{ns}/{topic}/ledger/{l}/entry/{e}   the entry: body + X-Pulsar-* headers
+  /admin/v2/brokers/version                               the lab cluster's configured broker version
+  POST .../subscription/{sub}/resetcursor                 ResetCursorData body, applied as the broker does
+                                                          (reset_cursor below): the repair plan's tests
 With a token, every request must carry `Authorization: Bearer <token>` (401 and Jetty's HTML page otherwise).
+Old brokers, by the cluster's `broker_versions` entry (lab config): before 2.9 the entry answer carries only
+the headers of the time (no producer name, sequence id, replicated-from/-to or marker type: apache/pulsar#11443);
+before 2.10 a GET of replicatedSubscriptionStatus answers 405 (2.7.3 on: only its POST, apache/pulsar#10790) or
+Jetty's 404 page (apache/pulsar#12891 added the GET).
 `entry_errors` maps (ledgerId, entryId) to an HTTP status to answer instead of the entry (coverage-gap tests)."""
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hmac
+import json
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,6 +35,7 @@ from typing import Iterator, Mapping
 from audit.lab.pulsar.payloads import OCTET_STREAM, entry_headers, jackson, replicated_status, stats_internal, \
     topic_stats
 from audit.lab.pulsar.runner import UnknownLabCluster
+from audit.domain.pulsar.snapshot_cache import parse_version
 from audit.lab.pulsar.builder import World
 
 JSON = "application/json"
@@ -35,12 +45,66 @@ _JETTY_PAGE = ("<html>\n<head>\n<meta http-equiv=\"Content-Type\" content=\"text
                "<tr><th>MESSAGE:</th><td>{msg}</td></tr>\n</table>\n\n</body>\n</html>\n")
 
 
+def reset_cursor_data(doc: object) -> tuple[int, int, bool]:
+    """(ledgerId, entryId, excluded) as the broker's Jackson reads a ResetCursorData body: Lombok's accessors
+    of `boolean isExcluded` make the property `excluded`; the broker's ObjectMapper ignores unknown properties
+    (ObjectMapperFactory), so "isExcluded" is dropped silently and the flag stays false."""
+    if not isinstance(doc, dict):
+        raise ValueError("a JSON object (ResetCursorData)")
+    ids = []
+    for key in ("ledgerId", "entryId"):
+        v = doc.get(key, 0)
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(f"{key}: a long")
+        ids.append(v)
+    excluded = doc.get("excluded", False)
+    if isinstance(excluded, str) and excluded in ("true", "false"):
+        excluded = excluded == "true"          # Jackson coerces the scalar
+    if not isinstance(excluded, bool):
+        raise ValueError("excluded: a boolean")
+    return ids[0], ids[1], excluded
+
+
+_BEFORE_11443 = {"x-pulsar-message-id", "x-pulsar-publish-time", "x-pulsar-event-time",
+                 "x-pulsar-num-batch-message"}
+
+
 class _Admin:
-    """Routing over one cluster's view of the world (read-only, so safe from many threads)."""
+    """Routing over one cluster's view of the world. A reset-cursor POST changes a cursor: every request holds
+    the lock, so a GET never sees half a reset."""
 
     def __init__(self, world: World, cluster: str, entry_errors: Mapping[tuple[int, int], int]):
         self.world, self.cluster, self.entry_errors = world, cluster, dict(entry_errors)
         self.topics = {t.name: t for t in world.topics_of(cluster)}
+        self.lock = threading.Lock()
+        version = parse_version(world.config.broker_version_of(cluster)) or (99, 0, 0)
+        self.version = (version[0], version[1], version[2] or 0)
+
+    def reset_cursor(self, parts: list[str], body: bytes):
+        """PersistentTopicsBase.internalResetCursorOnPosition with batchIndex -1: seek to L:E, or to the entry
+        after it when `excluded` (PositionImpl.getNext); a seek past a ledger's end moves to the next valid
+        position (ManagedCursorImpl.asyncResetCursor); the markDeletePosition becomes the entry before the new
+        readPosition (ManagedLedgerImpl.getPreviousPosition) and the individually-deleted ranges are cleared."""
+        if parts[:3] != ["admin", "v2", "persistent"] or len(parts) != 9 or parts[6] != "subscription" \
+                or parts[8] != "resetcursor":
+            # Jersey: a path whose resource has no POST answers 405
+            return 405, JSON, jackson({"reason": "Method Not Allowed"}), [("Allow", "GET")]
+        topic = self.topics.get(f"persistent://{parts[3]}/{parts[4]}/{parts[5]}")
+        if topic is None:
+            return _error(404, "Topic not found")
+        sub = topic.subscriptions.get(parts[7])
+        if sub is None:
+            return _error(404, "Subscription not found")
+        try:
+            ledger_id, entry_id, excluded = reset_cursor_data(json.loads(body or b"{}"))
+        except ValueError as e:   # JSONDecodeError is a ValueError
+            return _error(400, f"Invalid ResetCursorData: {e}")
+        seek = (ledger_id, entry_id + 1) if excluded else (ledger_id, entry_id)
+        cursor = sub.cursor
+        cursor.read_idx = bisect.bisect_left(topic.ml.positions, seek)
+        cursor.mdp_idx = cursor.read_idx - 1
+        cursor.acked.clear()
+        return 204, JSON, b"", []
 
     def _namespace_topics(self, tenant: str, ns: str) -> list[str] | None:
         prefix = f"persistent://{tenant}/{ns}/"
@@ -49,6 +113,9 @@ class _Admin:
         return names if known else None
 
     def route(self, parts: list[str]) -> tuple[int, str, bytes, list[tuple[str, str]]]:
+        if parts == ["admin", "v2", "brokers", "version"]:
+            # BrokersBase#version: the version string itself, not a JSON document
+            return 200, JSON, self.world.config.broker_version_of(self.cluster).encode(), []
         if parts[:3] == ["admin", "v2", "namespaces"] and len(parts) == 6 and parts[5] == "topics":
             names = self._namespace_topics(parts[3], parts[4])
             return self._list(names)
@@ -74,6 +141,11 @@ class _Admin:
         if rest == ["stats"]:
             return 200, JSON, jackson(topic_stats(topic, self.world.as_of_ms)), []
         if len(rest) == 3 and rest[0] == "subscription" and rest[2] == "replicatedSubscriptionStatus":
+            if self.version < (2, 10, 0):   # no GET of the status before apache/pulsar#12891
+                if self.version >= (2, 7, 3):
+                    return 405, JSON, jackson({"reason": "Method Not Allowed"}), [("Allow", "POST")]
+                page = _JETTY_PAGE.format(code=404, msg="Not Found", uri="/" + "/".join(parts))
+                return 404, "text/html;charset=iso-8859-1", page.encode("latin-1"), []
             if rest[1] not in topic.subscriptions:
                 return _error(404, "Subscription not found")
             return 200, JSON, jackson(replicated_status(topic, rest[1])), []
@@ -97,7 +169,10 @@ class _Admin:
         if idx < 0 or topic.ml.positions[idx] != pos or not topic.ml.readable(idx):
             return _error(404, "Message not found")
         e = topic.ml.entries[idx]
-        return 200, OCTET_STREAM, e.payload, entry_headers(e)
+        headers = entry_headers(e)
+        if self.version < (2, 9, 0):   # only what generateResponseWithEntry sent before apache/pulsar#11443
+            headers = [(k, v) for k, v in headers if k.lower() in _BEFORE_11443 or k.startswith("X-Pulsar-PROPERTY-")]
+        return 200, OCTET_STREAM, e.payload, headers
 
 
 def _error(status: int, reason: str):
@@ -136,12 +211,26 @@ def _handler(admin: _Admin, token: str | None):
                 self._send(401, "text/html;charset=iso-8859-1", page.encode("latin-1"), [])
                 return
             parts = [urllib.parse.unquote(p) for p in path.strip("/").split("/")]
-            self._send(*admin.route(parts))
+            with admin.lock:
+                answer = admin.route(parts)
+            self._send(*answer)
+
+        def do_POST(self) -> None:
+            path = urllib.parse.urlsplit(self.path).path
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if not self._authorized():
+                page = _JETTY_PAGE.format(code=401, msg="Authentication required", uri=path)
+                self._send(401, "text/html;charset=iso-8859-1", page.encode("latin-1"), [])
+                return
+            parts = [urllib.parse.unquote(p) for p in path.strip("/").split("/")]
+            with admin.lock:
+                answer = admin.reset_cursor(parts, body)
+            self._send(*answer)
 
         def _not_allowed(self) -> None:
             self._send(405, JSON, jackson({"reason": "Method Not Allowed"}), [("Allow", "GET")])
 
-        do_POST = do_PUT = do_DELETE = do_PATCH = _not_allowed
+        do_PUT = do_DELETE = do_PATCH = _not_allowed
 
     return Handler
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from audit.config.pulsar import PulsarThresholds
+from audit.domain.pulsar.snapshot_cache import CacheModel, broker_cache_model
 
 _ESTATE = PulsarThresholds()   # the ground truth assumes the estate's thresholds (their defaults, unless told)
 
@@ -25,7 +26,11 @@ _INTS = {  # key: (default, minimum, maximum)
     "replicator_backlog_max": (_ESTATE.pulsar_replicator_backlog_max, 0, 2**62),
     "snapshot_max_age_s": (_ESTATE.pulsar_snapshot_max_age_s, 1, 10**7),
 }
-KNOWN_KEYS = tuple(_INTS) + ("clusters", "scenarios", "tenant")
+KNOWN_KEYS = tuple(_INTS) + ("clusters", "scenarios", "tenant", "broker_versions")
+# The lab's clusters run a 3.0 LTS release by default: the TreeMap snapshot cache, which every seed's ground
+# truth and the pinned lab tests were built with. `broker_versions: {east: "4.2.0"}` gives a cluster brokers
+# with the apache/pulsar#25044 cache, which the simulation then runs (snapshots.py).
+DEFAULT_BROKER_VERSION = "3.0.12"
 
 
 class PulsarLabConfigError(ValueError):
@@ -50,10 +55,18 @@ class PulsarLabConfig:
     snapshot_cache_size: int = _INTS["snapshot_cache_size"][0]
     replicator_backlog_max: int = _INTS["replicator_backlog_max"][0]
     snapshot_max_age_s: int = _INTS["snapshot_max_age_s"][0]
+    broker_versions: tuple[tuple[str, str], ...] = ()   # (cluster, version); the rest run the default
 
     @property
     def duration_ms(self) -> int:
         return self.duration_s * 1000
+
+    def broker_version_of(self, cluster: str) -> str:
+        return dict(self.broker_versions).get(cluster, DEFAULT_BROKER_VERSION)
+
+    def cache_model(self, cluster: str) -> CacheModel:
+        """The snapshot cache rule the cluster's brokers run (validated in parse_pulsar_lab)."""
+        return broker_cache_model(self.broker_version_of(cluster), self.snapshot_cache_size)
 
 
 def _name_list(key: str, value: Any, allowed: tuple[str, ...] | None, lo: int, hi: int) -> tuple[str, ...]:
@@ -87,4 +100,30 @@ def parse_pulsar_lab(lab: Mapping[str, Any] | None) -> PulsarLabConfig:
     if not isinstance(tenant, str) or not tenant.replace("-", "").replace("_", "").isalnum():
         raise PulsarLabConfigError("tenant", "a tenant name (letters, digits, '-', '_')", tenant)
     values["tenant"] = tenant
+    values["broker_versions"] = _broker_versions(lab.get("broker_versions", {}), values)
     return PulsarLabConfig(**values)
+
+
+def _broker_versions(value: Any, values: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    clusters = values.get("clusters", DEFAULT_CLUSTERS)
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise PulsarLabConfigError("broker_versions", "a mapping of lab cluster -> broker version", value)
+    for cluster, version in value.items():
+        if cluster not in clusters:
+            raise PulsarLabConfigError("broker_versions", f"lab clusters among {', '.join(clusters)}", cluster)
+        try:
+            model = broker_cache_model(version, values["snapshot_cache_size"])
+        except ValueError as e:   # the #25044 cache needs at least 3 entries
+            raise PulsarLabConfigError("broker_versions", f"a version whose cache takes this size ({e})",
+                                       version) from None
+        if model is None:
+            raise PulsarLabConfigError("broker_versions", "a release 'MAJOR.MINOR.PATCH' (4.0.x and 4.1.x changed "
+                                       "the snapshot cache at a patch release)", version)
+    try:
+        broker_cache_model(DEFAULT_BROKER_VERSION, values["snapshot_cache_size"])
+    except ValueError:
+        if set(clusters) - set(value):
+            raise PulsarLabConfigError("snapshot_cache_size", "at least 3 for clusters running the default broker "
+                                       "version (the apache/pulsar#25044 cache)",
+                                       values["snapshot_cache_size"]) from None
+    return tuple(sorted(value.items()))

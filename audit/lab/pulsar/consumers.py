@@ -71,7 +71,7 @@ class Subscription:
         self.topic, self.name, self.replicated = topic, name, replicated
         props = {REPLICATED_PROPERTY: 1} if replicated else {}
         self.cursor = Cursor.at_latest(topic.ml, name, topic.clock.now, topic.cluster.ids.new(), properties=props)
-        self.cache = SnapshotCache(topic.settings.snapshot_cache_size) if replicated else None
+        self.cache = SnapshotCache.for_topic(topic) if replicated else None
         self.consumers: list[Consumer] = []
         self.delayed: dict[int, int] = {}
         self.msg_out = 0  # msgOutCounter: every consumer's, removed ones included (brokers since 2.8)

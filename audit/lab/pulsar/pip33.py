@@ -1,5 +1,5 @@
 """PIP-33 replicated subscriptions, as docs/formats/pulsar.md §2.6 describes them (ReplicatedSubscriptionsController,
-ReplicatedSubscriptionsSnapshotBuilder, the old TreeMap ReplicatedSubscriptionSnapshotCache):
+ReplicatedSubscriptionsSnapshotBuilder, ReplicatedSubscriptionSnapshotCache as the cluster's broker version has it):
 
 1. every snapshot period the controller of a topic with replicated subscriptions writes a SNAPSHOT_REQUEST,
    unless no data was added since the start of the last completed snapshot or a replicator is disconnected;
@@ -8,8 +8,8 @@ ReplicatedSubscriptionsSnapshotBuilder, the old TreeMap ReplicatedSubscriptionSn
 3. the requester collects one response per remote (a second round with more than one remote), then writes
    SNAPSHOT {local_message_id = local position of the last response, clusters = responses}, replicate_to =
    [itself]; a pending snapshot is dropped after the timeout;
-4. a replicated subscription's dispatcher caches the SNAPSHOT markers it reads (evicting the oldest;
-   snapshots.py, shared with consumers.py);
+4. a replicated subscription's dispatcher caches the SNAPSHOT markers it reads, evicting by the rule of the
+   cluster's broker version (lab key `broker_versions`; snapshots.py, shared with consumers.py);
 5. when its markDeletePosition advances, the snapshots at or below it are popped and the last one popped
    becomes an UPDATE marker; a remote applies it as a cumulative ack of its own position."""
 from __future__ import annotations

@@ -55,6 +55,8 @@ class TopicSettings:
     snapshot_frequency_ms: int = 1000
     snapshot_timeout_ms: int = 30_000
     snapshot_cache_size: int = 10
+    # (cluster, snapshot cache rule of its broker version: "newest" | "spread"); config.py derives it
+    snapshot_cache_models: tuple[tuple[str, str], ...] = ()
 
 
 class Topic:

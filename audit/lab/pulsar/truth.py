@@ -5,7 +5,12 @@ connects to a copy of Y's cursor and receives every non-marker entry Y does not 
 matched by origin identity (the cluster and position they were first published at). Then
 - redelivered: received on Y although X's consumer had acked it;
 - skipped: present on both clusters, not acked on X, never received on Y;
-- lost: skipped and at or beyond X's readPosition (never dispatched on X).
+- lost: skipped and at or beyond X's readPosition (never dispatched on X);
+- lag: of the redelivered, those at or below the Y position PIP-33 told Y to acknowledge (the newest UPDATE
+  for S naming Y that X's controller wrote, where the native payloads show it). PIP-33 keeps Y one snapshot
+  behind by design, so only the lag is a finding (pulsar.failover_redelivery, entry_count = lag), and only
+  past the estate's redelivery tolerance for the namespace: more than `messages` and the oldest older than
+  `age` (audit/config/pulsar.py; the lab runs with the estate's default, 0/0).
 
 Failover rows are listed for every pair, zeros included; the failover findings only for pairs whose source
 subscription was consumed on the source (Subscription.consumed, which its stats.json shows). Findings are
@@ -14,22 +19,43 @@ from __future__ import annotations
 
 from typing import Any
 
+from audit.config.pulsar import PulsarThresholds
 from audit.formats.pulsar.markers import SNAPSHOT, UPDATE
 from audit.lab.pulsar.consumers import Subscription
 from audit.lab.pulsar.topic import Topic
 from audit.lab.pulsar.builder import ScenarioMeta, World
 
 
+_TOLERANCE = PulsarThresholds().pulsar_redelivery_tolerance   # the estate default the lab's audit runs with
+
+
+def _reached(source: Topic, target: Topic, subscription: str):
+    """The Y position the newest UPDATE for `subscription` that X's controller wrote told Y (None: none that a
+    dump shows: X's own in X's window, or its copy in Y's window). UPDATEs only move forward."""
+    there, here = target.cluster_name, source.cluster_name
+    told = [dict(e.marker.clusters)[there] for topic, origin in ((source, None), (target, here))
+            for e in topic.ml.entries if e.marker_type == UPDATE and e.replicated_from == origin
+            and e.marker.subscription == subscription and there in dict(e.marker.clusters)
+            and _in_window(topic, e.position)]
+    return max(told) if told else None
+
+
 def failover_counts(source: Topic, target: Topic, subscription: str) -> dict[str, int]:
+    """redelivered, skipped, lost (the failover row) and lag, lag_oldest_ms (what the redelivery finding reads)."""
     xs: Subscription = source.subscriptions[subscription]
     ys: Subscription = target.subscriptions[subscription]
     x_index = {e.ident: i for i, e in enumerate(source.ml.entries) if e.ident is not None}
     y_entries = target.ml.entries
     y_cursor = ys.cursor
-    received = {y_entries[i].ident for i in range(y_cursor.mdp_idx + 1, len(y_entries))
-                if not y_entries[i].is_marker and i not in y_cursor.acked}
+    received_at = {i: y_entries[i].ident for i in range(y_cursor.mdp_idx + 1, len(y_entries))
+                   if not y_entries[i].is_marker and i not in y_cursor.acked}
+    received = set(received_at.values())
     x_cursor = xs.cursor
     redelivered = sum(1 for m in received if m in x_index and x_cursor.is_acked(x_index[m]))
+    reach = _reached(source, target, subscription)
+    last = target.ml.floor_index(reach) if reach is not None else -1
+    lagging = [y_entries[i].publish_ms for i, m in received_at.items()
+               if i <= last and m in x_index and x_cursor.is_acked(x_index[m])]
     skipped = lost = 0
     for e in y_entries:
         m = e.ident
@@ -39,7 +65,17 @@ def failover_counts(source: Topic, target: Topic, subscription: str) -> dict[str
         if not x_cursor.is_acked(x_idx):
             skipped += 1
             lost += x_idx >= x_cursor.read_idx
-    return {"redelivered": redelivered, "skipped": skipped, "lost": lost}
+    return {"redelivered": redelivered, "skipped": skipped, "lost": lost, "lag": len(lagging),
+            "lag_oldest_ms": min(lagging) if lagging else None}
+
+
+def redelivery_finding(world: World, topic: str, counts: dict) -> int:
+    """The lag when it exceeds the namespace's tolerance on both counts (messages and age), else 0."""
+    tolerance = _TOLERANCE.of("/".join(topic.split("://", 1)[-1].split("/")[:2]))
+    lag = counts["lag"]
+    if lag <= tolerance.messages or world.as_of_ms - counts["lag_oldest_ms"] <= tolerance.age_s * 1000:
+        return 0
+    return lag
 
 
 def failover_pairs(world: World, meta: ScenarioMeta):
@@ -136,7 +172,8 @@ def world_truth(world: World) -> dict[str, Any]:
             counts = failover_counts(src, dst, sub)
             key = {"topic": name, "subscription": sub, "source_cluster": src.cluster_name,
                    "target_cluster": dst.cluster_name}
-            failover.append({**key, **counts})
+            failover.append({**key, **{k: counts[k] for k in ("redelivered", "skipped", "lost")}})
+            counts = {**counts, "redelivered": redelivery_finding(world, name, counts)}
             base = {"cluster": src.cluster_name, "topic": name, "subscription": sub,
                     "target_cluster": dst.cluster_name}
             for field, check in _FAILOVER_CHECKS:  # only failing over from where consumers were served

@@ -32,7 +32,9 @@ def build_world(lab: Mapping[str, Any] | PulsarLabConfig | None, as_of_ms: int) 
         settings = TopicSettings(recent_pulsar=scenario.recent_pulsar, guava_ranges=scenario.guava_ranges,
                                  snapshot_frequency_ms=config.snapshot_frequency_ms,
                                  snapshot_timeout_ms=config.snapshot_timeout_s * 1000,
-                                 snapshot_cache_size=config.snapshot_cache_size)
+                                 snapshot_cache_size=config.snapshot_cache_size,
+                                 snapshot_cache_models=tuple((c, config.cache_model(c).kind)
+                                                             for c in config.clusters))
         builder = WorldBuilder(world, meta, roles, settings, scenario.partitions)
         world.scenarios.append(meta)
         scenario.build(builder, config)

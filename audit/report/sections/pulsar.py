@@ -21,8 +21,10 @@ def _n(value: Any) -> int:
 
 
 def pulsar_metrics(failover: Iterable[Mapping[str, Any]] | None,
-                   snapshots: Iterable[Mapping[str, Any]] | None) -> dict[str, Any]:
-    """{"pairs": {"<source>-><target>": totals + top subscriptions}, "snapshots": {cluster: {topic: health}}}."""
+                   snapshots: Iterable[Mapping[str, Any]] | None,
+                   coverage: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """{"pairs": {"<source>-><target>": totals + top subscriptions}, "snapshots": {cluster: {topic: health}}},
+    plus "not_judged" (metrics/pulsar_coverage rows: what the audit could not judge) when there are any."""
     pairs: dict[str, dict[str, Any]] = {}
     ranked: dict[str, list[dict[str, Any]]] = {}
     for r in failover or ():
@@ -46,8 +48,13 @@ def pulsar_metrics(failover: Iterable[Mapping[str, Any]] | None,
         item = {k: r.get(k) for k in SNAPSHOT_FIELDS}
         item["health"] = snapshot_health(r)
         health.setdefault(r["cluster"], {})[r["topic"]] = item
-    return {"pairs": dict(sorted(pairs.items())),
-            "snapshots": {c: dict(sorted(t.items())) for c, t in sorted(health.items())}}
+    out = {"pairs": dict(sorted(pairs.items())),
+           "snapshots": {c: dict(sorted(t.items())) for c, t in sorted(health.items())}}
+    gaps = sorted(({k: r.get(k) for k in COVERAGE_FIELDS} for r in coverage or ()),
+                  key=lambda g: tuple(str(g.get(k) or "") for k in COVERAGE_FIELDS))
+    if gaps:
+        out["not_judged"] = gaps
+    return out
 
 
 def snapshot_health(r: Mapping[str, Any]) -> str:
@@ -112,6 +119,8 @@ def failover_scorecard(truths: list[Mapping[str, Any]], rows: Iterable[Mapping[s
 # -- report section ------------------------------------------------------------------------
 FAILOVER = ("metrics", "pulsar_failover")            # under the attempt folder
 SNAPSHOTS = ("metrics", "pulsar_snapshots")
+COVERAGE = ("metrics", "pulsar_coverage")            # what the audit could not judge (docs/pulsar/contracts.md)
+COVERAGE_FIELDS = ("cluster", "topic", "subscription", "target_cluster", "what", "entry_count", "detail")
 # what pulsar_metrics / failover_scorecard read (to_acknowledge lists can be large: left out)
 _FAILOVER_COLUMNS = ("topic", "subscription", "source_cluster", "target_cluster", "compared", "complete",
                      *FAILOVER_COUNTS)
@@ -133,9 +142,10 @@ def summary(outputs: RunOutputs) -> dict[str, Any]:
     """{"pulsar": pulsar_metrics(...)} when the run wrote metrics/pulsar_failover or metrics/pulsar_snapshots."""
     failover = _optional_rows(outputs, FAILOVER, _FAILOVER_COLUMNS)
     snapshots = _optional_rows(outputs, SNAPSHOTS)
-    if failover is None and snapshots is None:
+    coverage = _optional_rows(outputs, COVERAGE, COVERAGE_FIELDS)
+    if failover is None and snapshots is None and coverage is None:
         return {}
-    return {"pulsar": pulsar_metrics(failover, snapshots)}
+    return {"pulsar": pulsar_metrics(failover, snapshots, coverage)}
 
 
 def html(summary: Mapping[str, Any], violations: list) -> str:
@@ -171,6 +181,12 @@ def _pulsar_html(pulsar: Mapping[str, Any]) -> str:
                                            "skipped": [t["skipped"] for t in top]},
                                   f"Redelivered and skipped messages, {name}", "messages")
         out.append(f'<figure class="pulsar-failover" id="pulsar-failover-{n}">{chart}</figure>')
+    gaps = pulsar.get("not_judged") or []
+    if gaps:
+        out.append("<h3>Not judged</h3>")
+        out.append(_table(["cluster", "target", "topic", "subscription", "what", "messages", "why"],
+                          [[g.get("cluster"), g.get("target_cluster"), g.get("topic"), g.get("subscription"),
+                            g.get("what"), g.get("entry_count"), g.get("detail")] for g in gaps]))
     snaps = pulsar.get("snapshots") or {}
     if snaps:
         keys = ("health", "requests", "snapshots", "updates", "timed_out", "newest_snapshot_age_s",
@@ -199,6 +215,10 @@ def text(summary: Mapping[str, Any]) -> list[str]:
     lines = [f"  pulsar {pair}: {p.get('subscriptions', 0)} subscription(s), {p.get('redelivered', 0)} "
              f"redelivered, {p.get('skipped', 0)} skipped, {p.get('lost', 0)} lost"
              for pair, p in sorted(((summary.get("pulsar") or {}).get("pairs") or {}).items())]
+    gaps = (summary.get("pulsar") or {}).get("not_judged") or []
+    if gaps:
+        what = sorted({str(g.get("what")) for g in gaps})
+        lines.append(f"  pulsar not judged: {len(gaps)} ({', '.join(what)}); see the report")
     fo = (summary.get("lab") or {}).get("failover")
     if fo:
         lines.append(f"  lab failover: {fo.get('matched')}/{fo.get('expected')} matched, mismatched "
@@ -239,6 +259,20 @@ def scorecard(truths: list[Mapping[str, Any]], outputs: RunOutputs | None) -> di
     return failover_scorecard(truths, _optional_rows(outputs, FAILOVER, _FAILOVER_COLUMNS), DETAIL_LIMIT)
 
 
+def coverage(outputs: RunOutputs) -> list[dict[str, Any]]:
+    """metrics/pulsar_coverage rows as coverage gaps: what the audit could not judge makes the run incomplete."""
+    gaps = []
+    for r in _optional_rows(outputs, COVERAGE, COVERAGE_FIELDS) or ():
+        where = r.get("topic") or ""
+        if r.get("subscription"):
+            where += f" sub={r['subscription']}"
+        if r.get("target_cluster"):
+            where += f" -> {r['target_cluster']}"
+        gaps.append({"system": "pulsar", "cluster": r.get("cluster"), "source": where, "what": r.get("what"),
+                     "error": r.get("detail") or f"{r.get('entry_count')} entries not judged"})
+    return gaps
+
+
 SECTION = ReportSection(summary=summary, html=html, text=text, truth_key=pulsar_key, claims=claims,
                         truth_item=truth_item, truth_required=("check", "cluster", "topic"),
-                        scorecard=scorecard, scorecard_key="failover")
+                        scorecard=scorecard, scorecard_key="failover", coverage=coverage)

@@ -15,8 +15,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, StructType
 
 from audit.contracts import AuditRequest
-from audit.domain.pulsar.checks import Thresholds
-from audit.domain.pulsar.pip33 import DEFAULT_CACHE_LIMIT
+from audit.domain.pulsar.checks import DEFAULT, Thresholds, Tolerance
+from audit.domain.pulsar.snapshot_cache import DEFAULT_SIZE
 from audit.domain.pulsar.topic import Settings
 from audit.transforms.common import (B, I, L, S, VIOLATIONS, CachedTuple, conform, has_table, read, struct, tagged,
                                      union, violations_path, write)
@@ -33,9 +33,11 @@ INPUTS = {
         ("source_position_ledger", L), ("source_position_entry", L), ("marker_type", I), ("snapshot_id", S),
         ("marker_source_cluster", S), ("marker_local_ledger", L), ("marker_local_entry", L),
         ("marker_subscription", S), ("marker_clusters", ArrayType(CLUSTER_POSITION))),
+    # The ledger list: no longer part of the state (its first ledger cannot tell whether older ones were
+    # trimmed: docs/pulsar/audit.md "Window start"); kept as an input for the job's table set.
+    "pulsar_ledgers": struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entries", L)),
     "pulsar_topics": struct(("cluster", S), ("topic", S), ("dump_from_ledger", L), ("dump_from_entry", L),
                              ("dump_to_ledger", L), ("dump_to_entry", L), ("dump_complete", B)),
-    "pulsar_ledgers": struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entries", L)),
     "pulsar_cursors": struct(("cluster", S), ("topic", S), ("cursor", S), ("kind", S), ("remote_cluster", S),
                               ("replicated", B), ("mark_delete_ledger", L), ("mark_delete_entry", L),
                               ("read_ledger", L), ("read_entry", L), ("individually_deleted", ArrayType(ACK_RANGE))),
@@ -49,7 +51,7 @@ STATE = struct(("kind", S), ("cluster", S), ("topic", S), ("name", S), ("cursor_
                 ("replicated", B), ("mark_delete_ledger", L), ("mark_delete_entry", L), ("read_ledger", L),
                 ("read_entry", L), ("individually_deleted", ArrayType(ACK_RANGE)), ("dump_from_ledger", L),
                 ("dump_from_entry", L), ("dump_to_ledger", L), ("dump_to_entry", L), ("dump_complete", B),
-                ("first_ledger", L), ("gap_count", L), ("connected", B), ("replication_backlog", L),
+                ("gap_count", L), ("connected", B), ("replication_backlog", L),
                 ("consumed_here", B), ("cluster_key", L), ("ledger_id", L), ("entry_id", L), ("marker_type", I),
                 ("publish_time_ms", L), ("replicated_from", S), ("replicate_to", ArrayType(S)),
                 ("snapshot_id", S), ("marker_source_cluster", S), ("marker_local_ledger", L),
@@ -62,12 +64,16 @@ FAILOVER = struct(
     ("replicated", B), ("source_mdp", S), ("target_mdp", S), ("expected_target_mdp", S), ("exact_target_mdp", S),
     ("window_from", S), ("window_to", S), ("compared", L), ("only_on_source", L), ("only_on_target", L),
     ("redelivered", L), ("skipped", L), ("lost", L), ("redelivered_ranges", S), ("skipped_ranges", S),
-    ("to_acknowledge", S), ("to_acknowledge_count", L), ("complete", B))
+    ("to_acknowledge", S), ("to_acknowledge_count", L), ("complete", B), ("pairing_ambiguous", B), ("ambiguous", L),
+    ("redelivery_lag", L), ("redelivery_beyond_tolerance", L))
 SNAPSHOTS = struct(("cluster", S), ("topic", S), ("requests", L), ("responses", L), ("snapshots", L),
                     ("updates", L), ("unanswered_requests", L), ("timed_out", L), ("newest_snapshot_age_s", L),
                     ("replicated_subscriptions", I))
+# What could not be judged (docs/pulsar/contracts.md): the report lists these rows beside the collectors' gaps.
+COVERAGE = struct(("run_id", S), ("cluster", S), ("topic", S), ("subscription", S), ("target_cluster", S),
+                   ("what", S), ("entry_count", L), ("detail", S))
 # Every output row in one wide row tagged with its kind (column names shared by outputs have one type).
-_OUT = tagged("kind", (FAILOVER, SNAPSHOTS, VIOLATIONS))
+_OUT = tagged("kind", (FAILOVER, SNAPSHOTS, VIOLATIONS, COVERAGE))
 
 
 def empty_tables(spark: SparkSession) -> dict[str, DataFrame]:
@@ -77,8 +83,6 @@ def empty_tables(spark: SparkSession) -> dict[str, DataFrame]:
 def _state(t: dict[str, DataFrame]) -> DataFrame:
     topics = t["pulsar_topics"].select(F.lit(arrow.TOPIC).alias("kind"), "cluster", "topic", "dump_from_ledger",
                                        "dump_from_entry", "dump_to_ledger", "dump_to_entry", "dump_complete")
-    first = (t["pulsar_ledgers"].where(F.col("entries") > 0).groupBy("cluster", "topic")
-             .agg(F.min("ledger_id").alias("first_ledger")).withColumn("kind", F.lit(arrow.FIRST_LEDGER)))
     gaps = (t["pulsar_entry_gaps"].groupBy("cluster", "topic").agg(F.count(F.lit(1)).alias("gap_count"))
             .withColumn("kind", F.lit(arrow.GAPS)))
     cursors = t["pulsar_cursors"].select(
@@ -95,12 +99,13 @@ def _state(t: dict[str, DataFrame]) -> DataFrame:
     # Marker payloads and replicate_to lists are rare: they travel with the state, not with every entry.
     extra = t["pulsar_entries"].where(F.col("marker_type").isNotNull() | F.col("replicate_to").isNotNull()) \
         .withColumn("kind", F.lit(arrow.EXTRA))
-    parts = [topics, first, gaps, cursors, replication, subs, extra]
+    parts = [topics, gaps, cursors, replication, subs, extra]
     return union([conform(p, STATE) for p in parts]).withColumn("cluster_key", F.xxhash64("cluster"))
 
 
 class Outputs(CachedTuple):
-    """(failover, snapshots, violations) selected from one persisted DataFrame; `unpersist()` releases it."""
+    """(failover, snapshots, violations, coverage) selected from one persisted DataFrame; `unpersist()` releases
+    it."""
 
 
 def audit_inputs(tables: dict[str, DataFrame]) -> tuple[DataFrame, DataFrame]:
@@ -122,10 +127,13 @@ def audit_inputs(tables: dict[str, DataFrame]) -> tuple[DataFrame, DataFrame]:
 
 
 def audit(tables: dict[str, DataFrame], *, run_id: str = "", as_of_ms: int | None = None,
-          thresholds: Thresholds = Thresholds(), snapshot_cache_limit: int = DEFAULT_CACHE_LIMIT) -> Outputs:
+          thresholds: Thresholds = Thresholds(), broker_versions: dict[str, str] | None = None,
+          snapshot_cache_size: int = DEFAULT_SIZE) -> Outputs:
     """(failover_df, snapshots_df, violations_df). `tables` maps INPUTS names to DataFrames (missing = empty);
-    a threshold left None is not checked."""
-    settings = Settings(run_id, as_of_ms, thresholds, snapshot_cache_limit)
+    a threshold left None is not checked. `broker_versions` (cluster -> version) picks each source cluster's
+    PIP-33 snapshot cache rule; a cluster without one gets the current rule and a coverage note."""
+    settings = Settings(run_id, as_of_ms, thresholds, broker_versions=dict(broker_versions or {}),
+                        snapshot_cache_size=snapshot_cache_size)
     schema = to_arrow_schema(_OUT)
 
     def per_topic(entries, state):
@@ -139,30 +147,43 @@ def audit(tables: dict[str, DataFrame], *, run_id: str = "", as_of_ms: int | Non
         return out.where(F.col("kind") == kind).select(*schema_.fieldNames())
 
     return Outputs((part(arrow.FAILOVER, FAILOVER), part(arrow.SNAPSHOTS, SNAPSHOTS),
-                    part(arrow.VIOLATION, VIOLATIONS)), cached=out)
+                    part(arrow.VIOLATION, VIOLATIONS), part(arrow.COVERAGE, COVERAGE)), cached=out)
+
+
+def thresholds_of(th) -> Thresholds:
+    """The domain's Thresholds from the estate's PulsarThresholds (audit/config/pulsar.py)."""
+    tolerance, ttl = th.pulsar_redelivery_tolerance, th.pulsar_message_ttl
+    return Thresholds(
+        th.pulsar_replicator_backlog_max, th.pulsar_snapshot_max_age_s,
+        redelivery_tolerance=tuple((ns, Tolerance(t.messages, t.age_s)) for ns, t in
+                                   ((DEFAULT, tolerance.default), *sorted(tolerance.namespaces.items()))),
+        message_ttl_s=((DEFAULT, ttl.default), *sorted(ttl.namespaces.items())))
 
 
 def run(spark: SparkSession, tables_dir: str, root: str, request: AuditRequest,
-        snapshot_cache_limit: int = DEFAULT_CACHE_LIMIT) -> dict:
-    """Writes metrics/pulsar_failover, metrics/pulsar_snapshots and Pulsar's folder of findings/violations; returns
-    {pulsar_failover, pulsar_snapshots, pulsar_violations: rows, pulsar_violations_by_check}. Every input table
+        broker_versions: dict[str, str] | None = None, snapshot_cache_size: int = DEFAULT_SIZE) -> dict:
+    """Writes metrics/pulsar_failover, metrics/pulsar_snapshots, metrics/pulsar_coverage and Pulsar's folder of
+    findings/violations; returns {pulsar_failover, pulsar_snapshots, pulsar_coverage, pulsar_violations: rows,
+    pulsar_violations_by_check}. Every input table
     that exists is read with the columns the audit uses (given, so no schema-inference job per table; a column the
     files lack reads as null); the rest count as empty."""
     tables = {name: read(spark, os.path.join(tables_dir, name), schema) for name, schema in INPUTS.items()
               if has_table(os.path.join(tables_dir, name))}
     th = request.thresholds   # the estate's (audit/config/pulsar.py holds the defaults)
     frames = audit(tables or empty_tables(spark), run_id=request.run_id, as_of_ms=request.as_of_ms,
-                   thresholds=Thresholds(th.pulsar_replicator_backlog_max, th.pulsar_snapshot_max_age_s),
-                   snapshot_cache_limit=snapshot_cache_limit)
-    failover, snapshots, violations = frames
+                   thresholds=thresholds_of(th),
+                   broker_versions=broker_versions, snapshot_cache_size=snapshot_cache_size)
+    failover, snapshots, violations, coverage = frames
     try:
         counted = frames.cached.groupBy("kind", "check").count().collect()   # one pass over the persisted rows
-        n = {kind: sum(r["count"] for r in counted if r["kind"] == kind) for kind in (arrow.FAILOVER, arrow.SNAPSHOTS)}
+        n = {kind: sum(r["count"] for r in counted if r["kind"] == kind)
+             for kind in (arrow.FAILOVER, arrow.SNAPSHOTS, arrow.COVERAGE)}
         by_check = {r["check"]: r["count"] for r in counted if r["kind"] == arrow.VIOLATION}
         write(failover, os.path.join(root, "metrics", "pulsar_failover"))
         write(snapshots, os.path.join(root, "metrics", "pulsar_snapshots"))
         write(violations, violations_path(root, SYSTEM))
+        write(coverage, os.path.join(root, "metrics", "pulsar_coverage"))
     finally:
         frames.unpersist()
     return {"pulsar_failover": n[arrow.FAILOVER], "pulsar_snapshots": n[arrow.SNAPSHOTS],
-            "pulsar_violations": sum(by_check.values()), "pulsar_violations_by_check": by_check}
+            "pulsar_coverage": n[arrow.COVERAGE], "pulsar_violations": sum(by_check.values()), "pulsar_violations_by_check": by_check}

@@ -19,9 +19,9 @@ from audit.domain.pulsar.topic import ClusterSide, Cursor, Settings, TopicAudit,
 from audit.domain.pulsar.window import NONE, Marker, Window, empty_window
 
 # state rows: kind tags (audit/transforms/pulsar/audit.py builds them)
-TOPIC, FIRST_LEDGER, GAPS, CURSOR, REPLICATION, SUBSCRIPTION, EXTRA = (
-    "topic", "first_ledger", "gaps", "cursor", "replication", "subscription", "extra")
-FAILOVER, SNAPSHOTS, VIOLATION = "failover", "snapshots", "violation"
+TOPIC, GAPS, CURSOR, REPLICATION, SUBSCRIPTION, EXTRA = (
+    "topic", "gaps", "cursor", "replication", "subscription", "extra")
+FAILOVER, SNAPSHOTS, VIOLATION, COVERAGE = "failover", "snapshots", "violation", "coverage"
 
 
 def _ints(col) -> np.ndarray:
@@ -110,9 +110,6 @@ def sides_of(entries: pa.Table, state: pa.Table) -> tuple[str, dict[str, Cluster
     for r in of_kind(GAPS).to_pylist():
         if r["gap_count"]:
             sides[r["cluster"]].complete = False
-    for r in of_kind(FIRST_LEDGER).to_pylist():
-        s = sides[r["cluster"]]
-        s.from_start = s.dump_from is not None and s.dump_from < Position(r["first_ledger"], 0)
     for cluster, cursor in _cursors(of_kind(CURSOR)):
         sides[cluster].cursors[cursor.name] = cursor
     for r in of_kind(REPLICATION).to_pylist():
@@ -135,5 +132,6 @@ def audit_group(entries: pa.Table, state: pa.Table, settings: Settings, schema: 
     consumed = {(r["cluster"], topic, r["name"]): r["consumed_here"]
                 for r in state.filter(pc.equal(state.column("kind"), SUBSCRIPTION)).to_pylist()}
     rows = ([{"kind": FAILOVER, **r} for r in result.failover] + [{"kind": SNAPSHOTS, **r} for r in result.snapshots]
-            + [{"kind": VIOLATION, **r} for r in keep_consumed(result.findings, consumed)])
+            + [{"kind": VIOLATION, **r} for r in keep_consumed(result.findings, consumed)]
+            + [{"kind": COVERAGE, **r} for r in result.coverage])
     return pa.Table.from_pylist(rows, schema=schema)

@@ -4,7 +4,11 @@
 rows tagged with their table. Tables whose name starts with "_" are partial rows joined in Spark
 (topic rows from stats-internal + dump.json, subscriptions from stats + replicated-status). Whatever does not
 decode becomes a `quarantine` row naming source and field; a bad dump line quarantines that line only, and its
-position (when the line says which) becomes an entry gap, since it was asked for and not read."""
+position (when the line says which) becomes an entry gap, since it was asked for and not read.
+
+Entry rows carry one column beyond `pulsar_entries`, `metadata_headers` (False: the broker sent none of the
+headers of apache/pulsar#11443, so the entry cannot be told marker or message, local or copy); normalize.py
+decides per topic what that means."""
 from __future__ import annotations
 
 import json
@@ -13,7 +17,7 @@ from typing import Iterator
 from urllib.parse import unquote
 
 from audit.formats.errors import PayloadError
-from audit.formats.pulsar import jsonbody as jb
+from audit.formats.pulsar.dump_window import decode_dump_window
 from audit.formats.pulsar.entry import EntryGap, decode_entry_line, dump_lines, line_source
 from audit.formats.pulsar.repl_status import decode_replicated_status
 from audit.formats.pulsar.stats import decode_topic_stats
@@ -24,6 +28,7 @@ TOPICS, LEDGERS, CURSORS, ENTRIES, GAPS, REPLICATION, SUBSCRIPTIONS, QUARANTINE 
     "pulsar_topics", "pulsar_ledgers", "pulsar_cursors", "pulsar_entries", "pulsar_entry_gaps",
     "pulsar_replication", "pulsar_subscriptions", "quarantine")
 DUMP_WINDOW, SUB_STATUS = "_dump_window", "_subscription_status"  # partial rows, joined in Spark
+METADATA_HEADERS = "metadata_headers"  # an entry row's extra column (see above), dropped by normalize
 # payload_kind values in quarantine
 STATS_INTERNAL, STATS, REPL_STATUS, DUMP_CHUNK, DUMP_JSON, COLLECTION, UNKNOWN = (
     "stats-internal", "stats", "replicated-status", "dump-chunk", "dump-window", "collection", "unknown")
@@ -128,14 +133,11 @@ def _repl_status(cluster: str, topic: str, below: list[str], key: str, data: byt
 
 
 def _dump_window(cluster: str, topic: str, below: list[str], key: str, data: bytes) -> Iterator[Row]:
-    doc = jb.load_object(data, key)
-    if doc.get("topic", topic) != topic:
-        raise PayloadError(key, "topic", f"{topic!r} (the topic folder it is stored in)", doc.get("topic"))
-    lo, hi = (jb.position(doc, k, key, "", required=False) for k in ("from", "to"))
+    w = decode_dump_window(data, key, topic)
     yield DUMP_WINDOW, {"cluster": cluster, "topic": topic,
-                        "dump_from_ledger": lo and lo.ledger_id, "dump_from_entry": lo and lo.entry_id,
-                        "dump_to_ledger": hi and hi.ledger_id, "dump_to_entry": hi and hi.entry_id,
-                        "dump_complete": jb.boolean(doc, "complete", key, "", required=True), "source_key": key}
+                        "dump_from_ledger": w.start.ledger_id, "dump_from_entry": w.start.entry_id,
+                        "dump_to_ledger": w.end.ledger_id, "dump_to_entry": w.end.entry_id,
+                        "dump_complete": w.complete, "source_key": key}
 
 
 _DECODERS = {STATS_INTERNAL: _stats_internal, STATS: _stats, REPL_STATUS: _repl_status, DUMP_JSON: _dump_window}
@@ -151,7 +153,7 @@ def _entry_row(cluster: str, topic: str, key: str, rec) -> dict:
             "marker_type": rec.marker_type, "snapshot_id": m.get("snapshot_id"),
             "marker_source_cluster": m.get("source_cluster"), "marker_local_ledger": m.get("local_ledger"),
             "marker_local_entry": m.get("local_entry"), "marker_subscription": m.get("subscription"),
-            "marker_clusters": m.get("clusters"), "source_key": key}
+            "marker_clusters": m.get("clusters"), "source_key": key, METADATA_HEADERS: rec.metadata_headers}
 
 
 def _gap(cluster: str, topic: str, key: str, ledger_id: int, entry_id: int, status: int, error: str | None) -> Row:

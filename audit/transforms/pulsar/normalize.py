@@ -4,7 +4,15 @@ Every raw file (dump chunks included, 1e5+ lines per topic) is decoded in the ex
 audit/transforms/pulsar/decode.py's decode_file inside mapInArrow; the driver only lists files. Partial rows are joined
 here: topics = stats-internal + dump.json, subscriptions = stats (flags and consumption evidence) +
 replicatedSubscriptionStatus, and a cursor is `replicated` by its property or by its subscription's
-`isReplicated` in stats."""
+`isReplicated` in stats.
+
+What cannot be judged is said, never judged (each becomes a quarantine row, which the report lists as a coverage
+gap naming cluster and topic):
+- dump chunks without their window (`dump.json`): which positions were asked for, and whether the dump is
+  complete, is unknown;
+- entries an old broker served without the headers of apache/pulsar#11443 (decode.py `metadata_headers`) on a
+  topic that takes part in replication: a marker would count as a message and a replicated copy as local, so
+  those positions go to pulsar_entry_gaps instead of pulsar_entries (the window is then incomplete)."""
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
@@ -41,7 +49,9 @@ SCHEMAS = {rows.TOPICS: TOPICS, rows.LEDGERS: LEDGERS, rows.CURSORS: CURSORS, ro
            rows.GAPS: GAPS, rows.REPLICATION: REPLICATION, rows.SUBSCRIPTIONS: SUBSCRIPTIONS,
            rows.QUARANTINE: QUARANTINE}
 # One wide row tagged with its table, so every file is read and decoded exactly once.
-_DECODED = tagged("table", SCHEMAS.values())
+_DECODED = tagged("table", [*SCHEMAS.values(), struct((rows.METADATA_HEADERS, B))])
+OLD_BROKER = ("per-entry admin response without X-Pulsar-producer-name, -sequence-id, -replicated-from, "
+              "-replicated-to or -marker-type (a broker before apache/pulsar#11443, Pulsar 2.9)")
 
 
 def _own_positions(entries: DataFrame, ledgers: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -61,6 +71,51 @@ def _own_positions(entries: DataFrame, ledgers: DataFrame) -> tuple[DataFrame, D
     return judged.where(~foreign).select(*entries.columns), quarantine
 
 
+def _quarantine(df: DataFrame, kind: str, reason) -> DataFrame:
+    return df.select(F.lit(rows.SYSTEM).alias("system"), "cluster", "source_key", F.lit(kind).alias("payload_kind"),
+                     reason.alias("reason"))
+
+
+def _replicating(replication: DataFrame, cursors: DataFrame) -> DataFrame:
+    """(cluster, topic) that take part in replication as this cluster's evidence or another's shows it: a
+    `replication` entry or a `pulsar.repl.*` cursor either way, or a replicated subscription."""
+    keys = ["cluster", "topic"]
+    repl = cursors.where(F.col("kind") == "replicator").select(*keys, "remote_cluster")
+    out = replication.select(*keys, "remote_cluster").unionByName(repl)
+    return (out.select(*keys)
+            .unionByName(out.where(F.col("remote_cluster").isNotNull())
+                         .select(F.col("remote_cluster").alias("cluster"), "topic"))
+            .unionByName(cursors.where(F.col("replicated")).select(*keys))
+            .distinct())
+
+
+def _old_broker_entries(entries: DataFrame, replicating: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """(entries to audit, gap rows, quarantine rows): entries without the metadata headers on a replicating
+    topic become gaps, and each such (cluster, topic) one quarantine row saying why it was not judged."""
+    keys = ["cluster", "topic"]
+    judged = entries.join(replicating.withColumn("_replicating", F.lit(True)), keys, "left")
+    bare = ~F.coalesce(F.col(rows.METADATA_HEADERS), F.lit(True)) & F.col("_replicating").isNotNull()
+    gaps = judged.where(bare).select(*keys, "ledger_id", "entry_id", F.lit(200).alias("status"),
+                                     F.lit(OLD_BROKER).alias("error"), "source_key")
+    per_topic = gaps.groupBy(*keys).agg(F.count(F.lit(1)).alias("n"), F.min("source_key").alias("source_key"))
+    quarantine = _quarantine(per_topic, rows.DUMP_CHUNK, F.concat(
+        F.col("topic"), F.lit(" on cluster "), F.col("cluster"), F.lit(": "), F.col("n").cast("string"),
+        F.lit(" entries not judged: " + OLD_BROKER + "; a marker cannot be told from a message nor a "
+              "replicated copy from a local message")))
+    return judged.where(~bare).select(*entries.columns), gaps, quarantine
+
+
+def _windowless(chunks: DataFrame, windows: DataFrame) -> DataFrame:
+    """One quarantine row per (cluster, topic) with dump chunks but no dump.json."""
+    keys = ["cluster", "topic"]
+    lone = (chunks.groupBy(*keys).agg(F.min("source_key").alias("source_key"))
+            .join(windows.select(*keys).distinct(), keys, "left_anti"))
+    return _quarantine(lone, rows.DUMP_JSON, F.concat(
+        F.col("topic"), F.lit(" on cluster "), F.col("cluster"),
+        F.lit(": dump chunks without their window (dump.json): which positions were asked for and whether the "
+              "dump is complete is unknown; import the topic's dump.json (replaudit import --kind dump-window)")))
+
+
 def normalize(spark: SparkSession, raw_dir: str) -> Cached:
     decoded = decode_raw(spark, raw_dir, rows.SYSTEM, rows.decode_file, _DECODED).persist()
 
@@ -70,9 +125,9 @@ def normalize(spark: SparkSession, raw_dir: str) -> Cached:
     keys = ["cluster", "topic"]
     window_cols = ["dump_from_ledger", "dump_from_entry", "dump_to_ledger", "dump_to_entry", "dump_complete"]
     topic_cols = ["state", "last_confirmed_ledger", "last_confirmed_entry", "number_of_entries"]
+    windows = part(rows.DUMP_WINDOW, keys + window_cols + ["source_key"])
     topics = (part(rows.TOPICS, keys + topic_cols + ["source_key"]).withColumnRenamed("source_key", "_k1")
-              .join(part(rows.DUMP_WINDOW, keys + window_cols + ["source_key"]).withColumnRenamed("source_key", "_k2"),
-                    keys, "full")
+              .join(windows.withColumnRenamed("source_key", "_k2"), keys, "full")
               .withColumn("source_key", F.coalesce("_k1", "_k2")))  # stats-internal's key when there is one
     sub_keys = keys + ["subscription"]
     usage = ["consumers", "msg_out_counter", "last_consumed_ms", "consumed_here"]  # null: no stats entry
@@ -87,9 +142,16 @@ def normalize(spark: SparkSession, raw_dir: str) -> Cached:
                .withColumn("replicated", F.col("replicated") | F.coalesce(F.col("is_replicated"), F.lit(False)))
                .select(*CURSORS.fieldNames()))
     tables = {name: part(name, schema.fieldNames()) for name, schema in SCHEMAS.items()}
-    entries, foreign = _own_positions(tables[rows.ENTRIES], tables[rows.LEDGERS])
+    entries, old_gaps, old = _old_broker_entries(part(rows.ENTRIES, ENTRIES.fieldNames() + [rows.METADATA_HEADERS]),
+                                                 _replicating(tables[rows.REPLICATION], cursors))
+    entries, foreign = _own_positions(entries, tables[rows.LEDGERS])
+    gaps = tables[rows.GAPS].unionByName(old_gaps)
+    chunks = entries.select(*keys, "source_key").unionByName(gaps.select(*keys, "source_key"))
+    quarantine = (tables[rows.QUARANTINE].unionByName(foreign).unionByName(old)
+                  .unionByName(_windowless(chunks, windows)))
     tables.update({rows.TOPICS: topics, rows.SUBSCRIPTIONS: subscriptions, rows.CURSORS: cursors,
-                   rows.ENTRIES: entries, rows.QUARANTINE: tables[rows.QUARANTINE].unionByName(foreign)})
+                   rows.ENTRIES: entries, rows.GAPS: gaps,
+                   rows.QUARANTINE: quarantine})
     return Cached({name: df.select(*SCHEMAS[name].fieldNames()) for name, df in tables.items()}, cached=decoded)
 
 

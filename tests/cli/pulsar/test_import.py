@@ -1,47 +1,147 @@
-"""`replaudit import --system pulsar`: hand-taken pulsar-admin outputs land in the collectors' raw layout."""
+"""`replaudit import --system pulsar`: everything a hand-taken Pulsar collection consists of lands in the collector's
+raw layout, validated, never replacing evidence; `replaudit run --from-raw` audits it as the collected run."""
 from __future__ import annotations
 
+import base64
 import json
+import shutil
 from pathlib import Path
+from urllib.parse import unquote
 
-from audit.cli.main import EXIT_CLEAN, EXIT_USAGE, main
+import pytest
+
+from audit.cli.main import EXIT_CLEAN, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_VIOLATIONS, main
+from audit.formats.pulsar.entry import METADATA_HEADERS
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
+AS_OF_MS = 1_795_440_000_000   # every run's clock: snapshot ages are judged against it, so runs compare
+TOPIC = "persistent://public/default/orders-partition-0"
 
 
-def _estate(tmp_path: Path) -> Path:
+def _estate(tmp_path: Path, clusters=("east",)) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     p = tmp_path / "estate.yaml"
-    p.write_text(f'estate: imp\nstore: {{uri: "file://{tmp_path / "store"}"}}\n'
-                 "systems:\n  pulsar:\n    - {name: east, source: lab}\n")
+    lines = "".join(f"    - {{name: {c}, source: lab, lab: {{seed: 7}}}}\n" for c in clusters)
+    p.write_text(f'estate: imp\nstore: {{uri: "file://{tmp_path / "store"}"}}\nspark: {{master: "local[2]"}}\n'
+                 f"systems:\n  pulsar:\n{lines}")
     return p
 
 
-def _raw(tmp_path: Path, run_id: str) -> Path:
-    return next((tmp_path / "store" / "imp" / "runs" / run_id / "attempts").iterdir()) / "raw"
+def _attempt(tmp_path: Path, run_id: str) -> Path:
+    return next((tmp_path / "store" / "imp" / "runs" / run_id / "attempts").iterdir())
 
 
-def test_stats_internal_status_and_dump_are_stored_byte_for_byte(tmp_path, capsys):
-    estate = _estate(tmp_path)
-    topic = "persistent://public/default/orders-partition-0"
-    fixture = REAL / "pulsar-stats-internal-01.json"
-    assert main(["import", "--estate", str(estate), "--run-id", "i1", "--system", "pulsar", "--cluster", "east",
-                 "--kind", "stats-internal", "--topic", topic, str(fixture)]) == EXIT_CLEAN
-    status = tmp_path / "status.json"
-    status.write_text('{"persistent://public/default/orders-partition-0": true}')
-    assert main(["import", "--estate", str(estate), "--run-id", "i1", "--system", "pulsar", "--cluster", "east",
-                 "--kind", "replicated-status", "--topic", topic, "--subscription", "billing/eu", str(status)]) \
-        == EXIT_CLEAN
-    chunks = tmp_path / "dump" / "12"
-    chunks.mkdir(parents=True)
-    (chunks / "0-1.jsonl").write_bytes(b'{"ledger_id": 12, "entry_id": 0, "status": 404, "error": "x"}\n')
+def _import(estate: Path, run_id: str, cluster: str, kind: str, *args: str) -> int:
+    return main(["import", "--estate", str(estate), "--run-id", run_id, "--system", "pulsar", "--cluster", cluster,
+                 "--kind", kind, *map(str, args)])
+
+
+def _topics(cluster_raw: Path) -> dict[str, Path]:
+    return {"persistent://" + d.relative_to(cluster_raw / "topics").as_posix(): d
+            for d in sorted(cluster_raw.glob("topics/*/*/*")) if d.is_dir()}
+
+
+@pytest.fixture(scope="module")
+def clock():
+    from audit import pipeline
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pipeline, "now_ms", lambda: AS_OF_MS)
+        yield
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, clock):
+    """The lab estate collected and audited once: (tmp folder, estate, raw/pulsar folder)."""
+    tmp = tmp_path_factory.mktemp("pulsar-import")
+    estate = _estate(tmp, ("east", "west", "south"))
+    assert main(["run", "--estate", str(estate), "--run-id", "lab", "--json"]) == EXIT_VIOLATIONS
+    return tmp, estate, _attempt(tmp, "lab") / "raw" / "pulsar"
+
+
+def _summary(tmp: Path, run_id: str) -> dict:
+    return json.loads((tmp / "store" / "imp" / "runs" / run_id / "manifest.json").read_text())["summary"]
+
+
+def test_lab_evidence_imported_kind_by_kind_and_as_folders_audits_the_same(lab, capsys):
+    tmp, estate, raw = lab
+    collected = _summary(tmp, "lab")
+    assert collected["complete"] and collected["coverage_gaps"] == []
+    # east kind by kind, as pulsar-admin outputs and the collector's dump files
+    for topic, folder in _topics(raw / "east").items():
+        for kind, name in (("stats-internal", "stats-internal.json"), ("stats", "stats.json"),
+                           ("dump-window", "dump.json")):
+            assert _import(estate, "imp", "east", kind, "--topic", topic, folder / name) == EXIT_CLEAN
+        for status in sorted(folder.glob("subscriptions/*/replicated-status.json")):
+            assert _import(estate, "imp", "east", "replicated-status", "--topic", topic, "--subscription",
+                           unquote(status.parent.name), status) == EXIT_CLEAN
+        if (folder / "dump").is_dir():
+            assert _import(estate, "imp", "east", "dump", "--topic", topic, folder / "dump") == EXIT_CLEAN
+    assert _import(estate, "imp", "east", "collection-report", raw / "east" / "collection.json") == EXIT_CLEAN
+    # west one topic folder at a time, south as the whole cluster folder
+    for topic, folder in _topics(raw / "west").items():
+        assert _import(estate, "imp", "west", "topic-folder", "--topic", topic, folder) == EXIT_CLEAN
+    assert _import(estate, "imp", "west", "collection-report", raw / "west" / "collection.json") == EXIT_CLEAN
+    assert _import(estate, "imp", "south", "cluster-folder", raw / "south") == EXIT_CLEAN
     capsys.readouterr()
-    assert main(["import", "--estate", str(estate), "--run-id", "i1", "--system", "pulsar", "--cluster", "east",
-                 "--kind", "dump", "--topic", topic, str(tmp_path / "dump")]) == EXIT_CLEAN
-    assert json.loads(capsys.readouterr().out)["stored"] == 1
-    folder = _raw(tmp_path, "i1") / "pulsar" / "east" / "topics" / "public" / "default" / "orders-partition-0"
-    assert (folder / "stats-internal.json").read_bytes() == fixture.read_bytes()
-    assert (folder / "subscriptions" / "billing%2Feu" / "replicated-status.json").read_bytes() == status.read_bytes()
-    assert (folder / "dump" / "12" / "0-1.jsonl").read_bytes().startswith(b'{"ledger_id": 12')
+    imported = _attempt(tmp, "imp") / "raw" / "pulsar"
+    every = sorted(p.relative_to(raw).as_posix() for p in raw.rglob("*") if p.is_file())
+    assert sorted(p.relative_to(imported).as_posix() for p in imported.rglob("*") if p.is_file()) == every
+    for key in every:
+        assert (imported / key).read_bytes() == (raw / key).read_bytes(), key
+
+    # stored evidence is never replaced: the same file again is refused, and the bytes stay
+    west_topic, west_folder = next(iter(_topics(raw / "west").items()))
+    assert _import(estate, "imp", "west", "stats", "--topic", west_topic,
+                   REAL / "pulsar-stats-replication-07.json") == EXIT_INCOMPLETE
+    rejected = json.loads(capsys.readouterr().out)["rejected"]
+    assert len(rejected) == 1 and "already stored" in rejected[0]["reason"]
+    again = _attempt(tmp, "imp") / "raw" / "pulsar" / "west" / west_folder.relative_to(raw / "west") / "stats.json"
+    assert again.read_bytes() == (west_folder / "stats.json").read_bytes()
+
+    assert main(["run", "--estate", str(estate), "--run-id", "audit", "--from-raw", "imp"]) == EXIT_VIOLATIONS
+    audited = _summary(tmp, "audit")
+    assert audited["counts"] == collected["counts"] and audited["pulsar"] == collected["pulsar"]
+    assert audited["complete"] and audited["coverage_gaps"] == []
+
+
+def _old_broker(chunk: bytes) -> bytes:
+    """The chunk as a broker before apache/pulsar#11443 answers: none of the metadata headers."""
+    out = []
+    for line in chunk.splitlines():
+        doc = json.loads(line)
+        drop = {h.lower() for h in METADATA_HEADERS}
+        doc["headers"] = {k: v for k, v in doc.get("headers", {}).items() if k.lower() not in drop}
+        out.append(json.dumps(doc).encode())
+    return b"\n".join(out) + b"\n"
+
+
+def test_a_dump_without_its_window_and_an_old_brokers_dump_are_not_covered_by_name(lab, capsys):
+    tmp, _, raw = lab
+    estate = _estate(tmp / "partial", ("east", "west"))
+    delayed, healthy = "persistent://lab/geo/orders-delayed", "persistent://lab/geo/orders-healthy"
+    east = raw / "east" / "topics" / "lab" / "geo" / "orders-delayed"
+    west = raw / "west" / "topics" / "lab" / "geo" / "orders-healthy"
+    # east: everything of orders-delayed but its dump.json
+    for kind, name in (("stats-internal", "stats-internal.json"), ("stats", "stats.json"), ("dump", "dump")):
+        assert _import(estate, "p", "east", kind, "--topic", delayed, east / name) == EXIT_CLEAN
+    # west: the whole orders-healthy folder, its entries as an old broker served them
+    old = tmp / "old-west" / "orders-healthy"
+    shutil.copytree(west, old)
+    for chunk in old.glob("dump/*/*.jsonl"):
+        chunk.write_bytes(_old_broker(chunk.read_bytes()))
+    assert _import(estate, "p", "west", "topic-folder", "--topic", healthy, old) == EXIT_CLEAN
+    capsys.readouterr()
+    assert main(["run", "--estate", str(estate), "--run-id", "pa", "--from-raw", "p", "--json"]) in (
+        EXIT_INCOMPLETE, EXIT_VIOLATIONS)
+    summary = json.loads(capsys.readouterr().out)
+    assert not summary["complete"]
+    assert not any(summary["counts"]["by_cluster"].get("pulsar/west", {}).values())   # nothing judged from west
+    gaps = {(g["cluster"], g["what"]): g["error"] for g in summary["coverage_gaps"]}
+    assert {("east", "dump-window"), ("west", "dump-chunk")} <= set(gaps), gaps
+    assert gaps[("east", "dump-window")].startswith(f"{delayed} on cluster east: dump chunks without their window")
+    assert gaps[("west", "dump-chunk")].startswith(f"{healthy} on cluster west: ")
+    assert "apache/pulsar#11443" in gaps[("west", "dump-chunk")]
 
 
 def test_bad_pulsar_import_is_a_usage_error(tmp_path, capsys):
@@ -54,3 +154,63 @@ def test_bad_pulsar_import_is_a_usage_error(tmp_path, capsys):
     assert "stats-internal" in capsys.readouterr().err
     assert main(base + ["--kind", "replicated-status", "--topic", "persistent://a/b/c", fixture]) == EXIT_USAGE
     assert "--subscription" in capsys.readouterr().err
+    assert main(base + ["--kind", "collection-report", "--topic", "persistent://a/b/c", fixture]) == EXIT_USAGE
+    assert "--topic" in capsys.readouterr().err
+
+
+def _line(ledger: int, entry: int, **headers) -> bytes:
+    doc = {"ledger_id": ledger, "entry_id": entry, "status": 200, "content_type": "application/octet-stream",
+           "headers": {"X-Pulsar-Message-ID": f"{ledger}:{entry}", "X-Pulsar-producer-name": "p",
+                       "X-Pulsar-sequence-id": str(entry), **headers},
+           "body_b64": base64.b64encode(b"m").decode()}
+    return json.dumps(doc).encode() + b"\n"
+
+
+def test_invalid_files_are_refused_naming_file_field_and_expectation_and_nothing_is_stored(tmp_path, capsys):
+    estate = _estate(tmp_path, ("east",))
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    cases = {  # kind, extra flags, file name, bytes, what the reason must say
+        "stats-internal": ([], "si.json", b'{"lastConfirmedEntry": "1:2", "ledgers": []}', "field cursors"),
+        "stats": ([], "stats.json", b"<html><title>502 Bad Gateway</title></html>", "502 Bad Gateway"),
+        "replicated-status": (["--subscription", "s"], "st.json", b'{"persistent://public/default/other": true}',
+                              "field persistent://public/default/other: expected 'persistent://public/default/"
+                              "orders-partition-0' or one of its partitions"),
+        "dump-window": ([], "dump.json", json.dumps({"topic": TOPIC, "from": "5:1", "to": "8:2"}).encode(),
+                        "field complete: expected true or false"),
+        "collection-report": ([], "collection.json", json.dumps({"system": "pulsar", "cluster": "west"}).encode(),
+                              "field cluster: expected 'east'"),
+    }
+    for kind, (flags, name, data, why) in cases.items():
+        (bad / name).write_bytes(data)
+        topic = [] if kind == "collection-report" else ["--topic", TOPIC]
+        assert _import(estate, "x", "east", kind, *topic, *flags, bad / name) == EXIT_INCOMPLETE, kind
+        out = json.loads(capsys.readouterr().out)
+        assert out["stored"] == 0 and len(out["rejected"]) == 1, kind
+        assert out["rejected"][0]["reason"].startswith(str(bad / name)) and why in out["rejected"][0]["reason"], \
+            out["rejected"]
+    # a dump folder: a chunk missing a line and a line of another position are refused; the good chunk is stored
+    dump = tmp_path / "dump"
+    (dump / "12").mkdir(parents=True)
+    (dump / "12" / "0-1.jsonl").write_bytes(_line(12, 0) + _line(12, 1))
+    (dump / "12" / "2-3.jsonl").write_bytes(_line(12, 2))
+    (dump / "12" / "4-4.jsonl").write_bytes(_line(12, 9))
+    assert _import(estate, "x", "east", "dump", "--topic", TOPIC, dump) == EXIT_INCOMPLETE
+    out = json.loads(capsys.readouterr().out)
+    assert out["stored"] == 1 and out["keys"] == ["pulsar/east/topics/public/default/orders-partition-0/dump/12/"
+                                                  "0-1.jsonl"]
+    reasons = {Path(r["file"]).name: r["reason"] for r in out["rejected"]}
+    assert "field <lines>: expected one line per position 12:2..12:3 (1 missing, first 12:3)" in reasons["2-3.jsonl"]
+    assert "4-4.jsonl:line 1: field ledger_id/entry_id: expected a position in 12:4..12:4" in reasons["4-4.jsonl"]
+    # a topic folder with a file the collector never writes
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("?")
+    shutil.copy(REAL / "pulsar-stats-internal-01.json", folder / "stats-internal.json")
+    assert _import(estate, "x", "east", "topic-folder", "--topic", TOPIC, folder) == EXIT_INCOMPLETE
+    out = json.loads(capsys.readouterr().out)
+    assert out["stored"] == 1 and "'notes.txt' is not a file the collector writes" in out["rejected"][0]["reason"]
+    stored = _attempt(tmp_path, "x") / "raw" / "pulsar" / "east"
+    assert sorted(p.relative_to(stored).as_posix() for p in stored.rglob("*") if p.is_file()) == [
+        "topics/public/default/orders-partition-0/dump/12/0-1.jsonl",
+        "topics/public/default/orders-partition-0/stats-internal.json"]

@@ -6,7 +6,8 @@ import json
 import pytest
 
 from audit.domain.pulsar.checks import CHECKS as CHECK_TABLE
-from audit.domain.pulsar.checks import CursorFacts, PairFacts, ReplicatorFacts, SnapshotFacts, Thresholds, findings
+from audit.domain.pulsar.checks import (CursorFacts, PairFacts, ReplicatorFacts, SnapshotFacts, Thresholds, Tolerance,
+                                        findings)
 from audit.domain.pulsar.pip33 import SnapshotHealth
 from audit.domain.pulsar.records import P
 
@@ -26,6 +27,10 @@ def pair(**kw):
     return PairFacts(T, "orders", "east", "west", kw.pop("replicated", True), **kw)
 
 
+def tol(messages=0, age_s=0, namespace="acme/orders"):
+    return Thresholds(1000, 300, redelivery_tolerance=((namespace, Tolerance(messages, age_s)),))
+
+
 def repl(**kw):
     return ReplicatorFacts(T, "east", "west", **kw)
 
@@ -33,11 +38,28 @@ def repl(**kw):
 # (id, fact, thresholds, [(check, cluster, subject, entry_count, evidence subset)])
 CASES = [
     ("pair-clean", pair(), TH, []),
-    ("pair-redelivery", pair(redelivered=4), TH,
-     [("pulsar.failover_redelivery", "east", PAIR, 4, {"subscription": "orders", "target_cluster": "west"})]),
+    # PIP-33 redelivers by design: only the lag before what it told the target is a finding, past the tolerance
+    # (was: every redelivery a finding, count = redelivered).
+    ("pair-redelivery-by-design-is-a-metric", pair(redelivered=4), TH, []),
+    ("pair-redelivery-lag", pair(redelivered=4, lag=3, lag_age_ms=10_000), TH,
+     [("pulsar.failover_redelivery", "east", PAIR, 3, {"subscription": "orders", "target_cluster": "west",
+                                                        "redelivered": 4, "redelivered_beyond_pip33": 3,
+                                                        "lag_age_s": 10})]),
+    ("lag-within-the-count", pair(redelivered=9, lag=5, lag_age_ms=10**9), tol(messages=5), []),
+    ("lag-past-the-count", pair(redelivered=9, lag=6, lag_age_ms=10**9), tol(messages=5),
+     [("pulsar.failover_redelivery", "east", PAIR, 6, {"tolerance": {"messages": 5, "age_s": 0}})]),
+    ("lag-within-the-age", pair(redelivered=9, lag=900, lag_age_ms=300_000), tol(age_s=300), []),
+    ("lag-past-the-age", pair(redelivered=9, lag=900, lag_age_ms=300_001), tol(age_s=300),
+     [("pulsar.failover_redelivery", "east", PAIR, 900, {})]),
+    ("lag-of-unknown-age", pair(redelivered=9, lag=900), tol(age_s=300),
+     [("pulsar.failover_redelivery", "east", PAIR, 900, {"lag_age_s": None})]),
+    ("either-allowance-suffices", pair(redelivered=9, lag=900, lag_age_ms=60_000), tol(messages=10, age_s=300), []),
+    ("another-namespace-has-the-default", pair(redelivered=9, lag=6, lag_age_ms=1),
+     tol(messages=5, namespace="acme/other"), [("pulsar.failover_redelivery", "east", PAIR, 6, {})]),
     ("pair-skip-and-loss", pair(skipped=5, lost=3), TH,
      [("pulsar.failover_loss", "east", PAIR, 3, {}), ("pulsar.failover_skip", "east", PAIR, 5, {})]),
-    ("pair-everything", pair(redelivered=1, skipped=2, lost=2, ahead=7, evidence={"exact_target_mdp": "9:3"}), TH,
+    ("pair-everything", pair(redelivered=1, skipped=2, lost=2, ahead=7, evidence={"exact_target_mdp": "9:3"},
+                             lag=1, lag_age_ms=1), TH,
      [("pulsar.failover_loss", "east", PAIR, 2, {"exact_target_mdp": "9:3"}),
       ("pulsar.failover_skip", "east", PAIR, 2, {}), ("pulsar.failover_redelivery", "east", PAIR, 1, {}),
       ("pulsar.target_cursor_ahead", "east", PAIR, 7, {"subscription": "orders"})]),

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from audit.domain.pulsar.pip33 import expect_target, messages_ahead, snapshot_health
+from audit.domain.pulsar.snapshot_cache import NEWEST, SPREAD, CacheModel
 from audit.domain.pulsar.records import P, Codes, window_of
 
 T0 = 1_700_000_000_000
@@ -55,7 +56,8 @@ EXPECT = [
 
 @pytest.mark.parametrize("recs,mdp,read,limit,expected", [c[1:] for c in EXPECT], ids=[c[0] for c in EXPECT])
 def test_expect_target(recs, mdp, read, limit, expected):
-    e = expect_target(markers(recs), "orders", "x", "y", P(mdp), P(read) if read else None, cache_limit=limit)
+    e = expect_target(markers(recs), "orders", "x", "y", P(mdp), P(read) if read else None,
+                      cache=CacheModel(NEWEST, limit))
     as_text = lambda p: None if p is None else str(p)  # noqa: E731
     assert (as_text(e.expected), e.basis, as_text(e.justified)) == expected
 
@@ -119,3 +121,27 @@ def test_snapshot_health_of_an_empty_window_and_without_reference_time():
     only_data = [{"pos": "5:0", "producer": "p", "sequence": 0, "publish_time": T0}]
     h = snapshot_health(window_of("x", only_data, Codes()))
     assert (h.newest_snapshot_age_s, h.unsnapshotted_since_ms, h.now_ms) == (None, T0, T0)
+
+
+# One snapshot sequence, the two cache rules (ReplicatedSubscriptionSnapshotCache before / since apache/pulsar#25044),
+# size 3; distance = entries between two snapshot positions (here: the entry id difference, one ledger).
+# Snapshots (marker, local, y): local 5:10, 5:11, 5:30, 5:31; the MDP 5:12 lies between the second and third.
+SEQUENCE = [snap("5:10", "5:10", "9:1", "a"), snap("5:11", "5:11", "9:2", "b"), snap("5:30", "5:30", "9:3", "c"),
+            snap("5:31", "5:31", "9:4", "d")]
+BY_MODEL = [
+    # newest three survive: b (5:11) is the newest <= MDP and it is still cached
+    ("newest-keeps-the-last-three", CacheModel(NEWEST, 3), "5:12", "9:2"),
+    # spread keeps head a and tail d, evicts b or c: b+c's gaps: b (1 + 19), c (19 + 1) -> tie, lower position b goes
+    ("spread-evicts-the-closest-middle", CacheModel(SPREAD, 3), "5:12", "9:1"),
+    # an MDP below every survivor of the newest rule: nothing cached answers, the spread rule still has head a
+    ("newest-lost-the-old-one", CacheModel(NEWEST, 2), "5:10", None),
+    ("spread-kept-the-head", CacheModel(SPREAD, 3), "5:10", "9:1"),
+]
+
+
+@pytest.mark.parametrize("model,mdp,expected", [c[1:] for c in BY_MODEL], ids=[c[0] for c in BY_MODEL])
+def test_the_broker_cache_rule_decides_the_expected_target(model, mdp, expected):
+    distance = lambda a, b: b.entry_id - a.entry_id - 1  # noqa: E731 -- entries strictly between, one ledger
+    e = expect_target(markers(SEQUENCE), "orders", "x", "y", P(mdp), P("5:40"), cache=model, distance=distance)
+    assert (None if e.expected is None else str(e.expected)) == expected
+    assert e.basis == (None if expected is None else "snapshot")

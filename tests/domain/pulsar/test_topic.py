@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from audit.domain.pulsar.checks import Thresholds
+from audit.domain.pulsar.checks import Thresholds, Tolerance
 from audit.domain.pulsar.records import P, Codes, cursor_of, window_of
 from audit.domain.pulsar.topic import ClusterSide, Cursor, Settings, audit_topic
 
@@ -19,10 +19,10 @@ def msg(pos, seq, origin=None, src=None, producer=None, t=0):
             "source_position": src, "publish_time": T0 + t}
 
 
-def side(cluster, records, codes, cursors, replication=(), first=None, last=None, complete=True, from_start=False):
+def side(cluster, records, codes, cursors, replication=(), first=None, last=None, complete=True):
     w = window_of(cluster, records, codes)
     return ClusterSide(cluster, w, P(first) if first else None, P(last) if last else (
-        w.position(len(w) - 1) if len(w) else None), complete, from_start, cursors,
+        w.position(len(w) - 1) if len(w) else None), complete, cursors,
         {r: (True, 0) for r in replication}, frozenset())
 
 
@@ -94,10 +94,27 @@ def test_holes_and_target_ahead():
     assert json.loads(r["skipped_ranges"]) == [["9:5", "9:5"]]
     assert (r["exact_target_mdp"], json.loads(r["to_acknowledge"])) == ("9:4", ["9:7"])
     got = sorted((f["check"], f["cluster"], f["entry_count"]) for f in a.findings)
-    # west -> east mirrors it: e2 acked on west only, e3 acked individually on east only.
-    assert got == [("pulsar.failover_redelivery", "east", 1), ("pulsar.failover_redelivery", "west", 1),
-                   ("pulsar.failover_skip", "east", 1), ("pulsar.failover_skip", "west", 1),
+    # west -> east mirrors it: e2 acked on west only, e3 acked individually on east only. Both redeliveries lie
+    # past what PIP-33 told the other side (east's UPDATE: 9:4; west wrote none): by design, metrics only (they
+    # were failover_redelivery findings before PIP-33's design was taken into account).
+    assert got == [("pulsar.failover_skip", "east", 1), ("pulsar.failover_skip", "west", 1),
                    ("pulsar.target_cursor_ahead", "east", 1)]
+
+
+@pytest.mark.parametrize("tolerance,found", [
+    ((), [1]),                                           # default 0/0: west lags behind east's UPDATE (9:4)
+    ((("acme/orders", Tolerance(messages=1)),), []),     # within the namespace's count
+    ((("*", Tolerance(age_s=120)),), []),                # the lagging copy is 60 s old: within the age
+    ((("*", Tolerance(age_s=30)),), [1]),
+])
+def test_redelivery_is_a_finding_only_behind_pip33(tolerance, found):
+    sides = healthy(Codes())
+    sides["west"].cursors["orders"] = Cursor("orders", "subscription", cursor_of("9:1"), None, True)
+    settings = Settings(run_id="r1", as_of_ms=T0 + 60_000, thresholds=Thresholds(1000, 300,
+                                                                                redelivery_tolerance=tolerance))
+    a = audit_topic(T, sides, settings)
+    assert row(a, "east", "west")["redelivered"] == 1          # 9:2 (e1): acked on east, told to west, unacked
+    assert [f["entry_count"] for f in a.findings if f["check"] == "pulsar.failover_redelivery"] == found
 
 
 def test_one_way_replication():
@@ -110,27 +127,63 @@ def test_one_way_replication():
     a = audit_topic(T, sides, SETTINGS)
     assert [(r["source_cluster"], r["target_cluster"]) for r in a.failover] == [("east", "west")]
     assert (a.failover[0]["redelivered"], a.failover[0]["expected_target_mdp"]) == (2, None)
+    # No snapshot can complete one way, so PIP-33 told west nothing: the redeliveries are no finding (they were);
+    # the one-way finding says why.
     assert sorted((f["check"], f["subject"]) for f in a.findings) == [
-        ("pulsar.failover_redelivery", f"{T} sub=orders east->west"),
         ("pulsar.replicated_subscription_one_way", f"{T} sub=orders east->west")]
 
 
-@pytest.mark.parametrize("west_has,from_start,rep_mdp,missing", [
-    ([0, 1, 3], False, "5:3", 1),          # e2 lost on the way
-    ([1, 3], False, "5:3", 1),             # e0 may be older than west's window: not judged
-    ([1, 3], True, "5:3", 2),              # west's window holds the whole topic: e0 is missing too
-    ([0, 1, 3], False, "5:1", 0),          # e2 not acked by the replicator yet
-    ([], False, "5:3", 0),                 # nothing seen on west: cannot tell
-])
-def test_message_missing_on_target(west_has, from_start, rep_mdp, missing):
+MISSING = [
+    # (id, west holds copies of east's e<i>, west has cursors, east's replicator MDP, overrides of east's
+    #  messages {i: fields}, namespace TTL s, missing). as_of is 60 s after e0..e4 were published.
+    ("lost-on-the-way", [0, 1, 3], True, "5:3", {}, 0, 1),
+    ("older-than-west-window-not-judged", [1, 3], True, "5:3", {}, 0, 1),
+    # West without cursors dumps its whole retained topic, but ManagedLedgerImpl trims every closed ledger of a
+    # topic without durable cursors: e0 may be trimmed there, never "missing" (was 2, a false critical).
+    ("trimmed-target-without-cursors", [1, 3], False, "5:3", {}, 0, 1),
+    ("not-acked-by-the-replicator-yet", [0, 1, 3], True, "5:1", {}, 0, 0),
+    ("nothing-seen-on-west", [], True, "5:3", {}, 0, 0),
+    # GeoPersistentReplicator acks without sending what replicate_to excludes, and what expired by TTL.
+    ("replicate-to-excludes-west", [0, 1, 3], True, "5:3", {2: {"replicate_to": ["south"]}}, 0, 0),
+    ("replicate-to-names-west", [0, 1, 3], True, "5:3", {2: {"replicate_to": ["south", "west"]}}, 0, 1),
+    ("ttl-may-have-expired-it", [0, 1, 3], True, "5:3", {}, 30, 0),
+    ("younger-than-the-ttl-cannot-expire", [0, 1, 3], True, "5:3", {}, 3600, 1),
+    ("ttl-and-no-publish-time", [0, 1, 3], True, "5:3", {2: {"publish_time": None}}, 3600, 0),
+]
+
+
+@pytest.mark.parametrize("west_has,west_cursors,rep_mdp,overrides,ttl_s,missing", [c[1:] for c in MISSING],
+                         ids=[c[0] for c in MISSING])
+def test_message_missing_on_target(west_has, west_cursors, rep_mdp, overrides, ttl_s, missing):
     codes = Codes()
-    east = [msg(f"5:{i}", i) for i in range(5)]
+    east = [{**msg(f"5:{i}", i, t=i), **overrides.get(i, {})} for i in range(5)]
     west = [msg(f"9:{k}", i, "east", f"5:{i}", "p-own") for k, i in enumerate(west_has)]
     sides = {"east": side("east", east, codes, repl("west", rep_mdp), ["west"], "5:-1"),
-             "west": side("west", west, codes, repl("east", "9:-1"), ["east"], "9:-1", from_start=from_start)}
-    a = audit_topic(T, sides, SETTINGS)
+             "west": side("west", west, codes, repl("east", "9:-1") if west_cursors else {},
+                          ["east"] if west_cursors else (), "9:-1")}
+    settings = Settings(run_id="r1", as_of_ms=T0 + 60_000,
+                        thresholds=Thresholds(1000, 300, message_ttl_s=(("acme/orders", ttl_s),)))
+    a = audit_topic(T, sides, settings)
     got = [f["entry_count"] for f in a.findings if f["check"] == "pulsar.message_missing_on_target"]
     assert got == ([missing] if missing else [])
+
+
+@pytest.mark.parametrize("overrides,ttl_s,skipped,only_on_source", [
+    ({}, 0, 1, 0),                                     # e0 below west's window, acked there: x never acked it
+    ({0: {"replicate_to": ["south"]}}, 0, 0, 1),        # never sent to west: only on east (was skipped)
+    ({}, 30, 0, 1),                                     # may have expired unsent: only on east (was skipped)
+])
+def test_messages_the_replicator_never_sends_are_not_skipped(overrides, ttl_s, skipped, only_on_source):
+    codes = Codes()
+    east = [{**msg(f"5:{i}", i, t=i), **overrides.get(i, {})} for i in range(3)]
+    west = [msg(f"9:{k}", i, "east", f"5:{i}", "p-own") for k, i in enumerate((1, 2))]
+    sides = {"east": side("east", east, codes, {**sub("orders", "5:-1", read="5:0"), **repl("west", "5:2")},
+                          ["west"], "5:-1"),
+             "west": side("west", west, codes, {**sub("orders", "9:-1"), **repl("east", "9:-1")}, ["east"], "9:-1")}
+    settings = Settings(run_id="r1", as_of_ms=T0 + 60_000,
+                        thresholds=Thresholds(1000, 300, message_ttl_s=(("*", ttl_s),)))
+    r = row(audit_topic(T, sides, settings), "east", "west")
+    assert (r["skipped"], r["only_on_source"], r["redelivered"]) == (skipped, only_on_source, 0)
 
 
 def test_three_clusters_and_incomplete_dump():
@@ -146,7 +199,7 @@ def test_three_clusters_and_incomplete_dump():
     assert (r["compared"], r["only_on_source"], r["redelivered"], r["skipped"], r["lost"], r["complete"]) == (
         2, 1, 1, 1, 0, False)
     assert (r["exact_target_mdp"], r["to_acknowledge"]) == ("9:-1", '["9:1"]')
-    assert sorted({f["check"] for f in a.findings}) == ["pulsar.failover_redelivery", "pulsar.failover_skip"]
+    assert sorted({f["check"] for f in a.findings}) == ["pulsar.failover_skip"]   # no PIP-33 marker: no lag
 
 
 def test_acks_below_mark_delete_and_replicator_state():

@@ -36,8 +36,10 @@ def test_two_clusters_leave_out_the_three_cluster_scenario_and_names_follow_the_
     assert [m.name for m in world.scenarios] == ["healthy", "one-way"]
     assert set(world.topic("us", "persistent://lab/geo/orders-one-way").subscriptions) == {"orders-processor"}
     truth = world_truth(world)
-    assert {f["check"] for f in truth["findings"]} == {"pulsar.failover_redelivery",
-                                                        "pulsar.replicated_subscription_one_way"}
+    # One way, no snapshot completes and PIP-33 tells the target nothing: its redeliveries are a metric (the
+    # failover row), no longer a pulsar.failover_redelivery finding.
+    assert {f["check"] for f in truth["findings"]} == {"pulsar.replicated_subscription_one_way"}
+    assert any(r["redelivered"] for r in truth["failover"])
 
 
 def test_size_knobs_change_the_world():

@@ -70,13 +70,17 @@ def test_failover_findings_are_the_nonzero_counts_of_consumed_sources(lab):
     for key, r in rows(truth).items():
         if not consumed_here(raw, key[2], key[0], key[1]):
             continue  # failing over from a standby that never served consumers: a row, not a finding
-        for field, check in (("redelivered", "failover_redelivery"), ("skipped", "failover_skip"),
-                             ("lost", "failover_loss")):
+        for field, check in (("skipped", "failover_skip"), ("lost", "failover_loss")):
             if r[field]:
                 want.add((f"pulsar.{check}", key[2], key[0], key[1], key[3], r[field]))
     got = {(f["check"], f["cluster"], f["topic"], f["subscription"], f["target_cluster"], f["entry_count"])
            for f in findings(truth) if f["check"].startswith("pulsar.failover_")}
-    assert got == want
+    # Redeliveries are findings only where the target lags behind what PIP-33 told it (the lag, <= redelivered;
+    # issue 9): no longer every nonzero redelivered count.
+    redelivery = {g for g in got if g[0] == "pulsar.failover_redelivery"}
+    assert got - redelivery == want
+    assert all(consumed_here(raw, g[1], g[2], g[3]) and 0 < g[5] <= rows(truth)[(g[2], g[3], g[1], g[4])]["redelivered"]
+               for g in redelivery)
 
 
 def test_healthy_topics_are_clean_both_ways(lab):
@@ -114,14 +118,12 @@ def test_fault_findings(lab):
 def test_failover_findings_at_the_default_seed(lab):
     got = sorted((f["check"].removeprefix("pulsar.failover_"), f["cluster"], f["topic"].removeprefix(GEO),
                   f["target_cluster"], f["entry_count"]) for f in findings(lab[1]) if "failover_" in f["check"])
+    # Only the disconnected scenario's redeliveries lie behind what PIP-33 told the target (east's UPDATEs never
+    # reached west); the others (ack holes, delayed, backlog, one-way, legacy, both-sides west->east) follow PIP-33
+    # one snapshot behind, by design: metrics, no longer findings (issue 9; they were 8 redelivery findings).
     assert got == [
-        ("loss", "east", "orders-both-sides", "west", 24), ("redelivery", "east", "orders-ack-holes", "west", 55),
-        ("redelivery", "east", "orders-backlog", "west", 117), ("redelivery", "east", "orders-delayed", "west", 106),
+        ("loss", "east", "orders-both-sides", "west", 24),
         ("redelivery", "east", "orders-disconnected", "west", 30),
-        ("redelivery", "east", "orders-legacy-partition-0", "west", 42),
-        ("redelivery", "east", "orders-legacy-partition-1", "west", 37),
-        ("redelivery", "east", "orders-one-way", "west", 120),
-        ("redelivery", "west", "orders-both-sides", "east", 24),  # west's consumer ran from 20 s to 35 s
         ("skip", "east", "orders-both-sides", "west", 24)]
     # the reverse rows of the one-sided scenarios stay as rows (zeros or not), without findings
     assert (rows(lab[1])[(GEO + "orders-ack-holes", SUB, "west", "east")]["skipped"],
@@ -244,9 +246,8 @@ def test_failover_counts_and_findings_follow_from_the_raw_payloads(lab):
             checked += 1
             if consumed_here(raw, x, topic, sub):  # stats.json: x's consumers were served there
                 want |= {(f"pulsar.failover_{check}", x, topic, y, n) for check, n in
-                         (("redelivery", counts["redelivered"]), ("skip", counts["skipped"]),
-                          ("loss", counts["lost"])) if n}
+                         (("skip", counts["skipped"]), ("loss", counts["lost"])) if n}
     assert checked == 17
     got = {(f["check"], f["cluster"], f["topic"], f["target_cluster"], f["entry_count"]) for f in findings(truth)
-           if "failover_" in f["check"] and f["topic"].startswith(GEO)}
-    assert got == want and len(want) == 10
+           if "failover_" in f["check"] and f["topic"].startswith(GEO) and "redelivery" not in f["check"]}
+    assert got == want and len(want) == 2   # redeliveries: test_failover_findings_at_the_default_seed

@@ -67,7 +67,7 @@ def test_reset_call_and_command_are_exact():
         "method": "POST",
         "url": "https://west-broker:8443/admin/v2/persistent/acme/orders/created-partition-0"
                "/subscription/my%20sub%2F1/resetcursor",
-        "body": {"ledgerId": 7, "entryId": 4, "partitionIndex": -1, "isExcluded": True, "batchIndex": -1}}
+        "body": {"ledgerId": 7, "entryId": 4, "partitionIndex": -1, "excluded": True, "batchIndex": -1}}
     assert reset["command"] == ("bin/pulsar-admin --admin-url https://west-broker:8443 topics reset-cursor "
                                 f"{TOPIC} -s 'my sub/1' -m 7:4 -e")
     assert plan["preconditions"]["verify"] == (f"bin/pulsar-admin --admin-url https://west-broker:8443 topics "
@@ -122,6 +122,8 @@ BAD = [
     ("more listed than counted", {"to_acknowledge_count": 1}, "to_acknowledge_count"),
     ("non-persistent topic", {"topic": "non-persistent://acme/orders/x"}, "topic"),
     ("missing subscription", {"subscription": ""}, "subscription"),
+    # a key (origin, producer, sequence id) repeats in a window: which copy is which message is unknown
+    ("ambiguous pairing", {"pairing_ambiguous": True}, "pairing_ambiguous"),
 ]
 
 

@@ -159,3 +159,30 @@ def test_bad_pulsar_truth_names_source_and_field(truth, source, field):
     with pytest.raises(SummaryInputError) as err:
         build_summary(RUN, [], [], GX, truth, systems=SYSTEMS)
     assert (err.value.source, err.value.field) == (source, field)
+
+
+def test_not_judged_rows_reach_the_summary_html_and_text(tmp_path):
+    """metrics/pulsar_coverage (what the audit could not judge, e.g. an ambiguous pairing) is shown, never scored."""
+    gap = {"run_id": "r1", "cluster": "east", "topic": T1, "subscription": None, "target_cluster": "west",
+           "what": "pairing_ambiguous", "entry_count": 12, "detail": "sequence ids <repeat>"}
+    s = build_summary(RUN, [], [], GX, None, systems=SYSTEMS, outputs=staged(
+        tmp_path, pulsar_failover=[fo(T1, "a")], pulsar_coverage=[gap]))
+    assert s["pulsar"]["not_judged"] == [{k: gap[k] for k in ("cluster", "topic", "subscription", "target_cluster",
+                                                               "what", "entry_count", "detail")}]
+    assert "  pulsar not judged: 1 (pairing_ambiguous); see the report" in render_text(s, SYSTEMS).splitlines()
+    from audit.report.html import render_html
+
+    page = render_html(s, [], SYSTEMS)
+    assert "<h3>Not judged</h3>" in page and "sequence ids &lt;repeat&gt;" in page
+
+
+def test_what_the_audit_could_not_judge_makes_the_run_incomplete(tmp_path):
+    gap = {"run_id": "r1", "cluster": "east", "topic": T1, "subscription": "s", "target_cluster": "west",
+           "what": "pairing_ambiguous", "entry_count": 12, "detail": "sequence ids repeat"}
+    outputs = staged(tmp_path, pulsar_failover=[fo(T1, "a")], pulsar_coverage=[gap])
+    (section,) = [s.report for s in SYSTEMS if s.name == "pulsar"]
+    gaps = section.coverage(outputs)
+    assert gaps == [{"system": "pulsar", "cluster": "east", "source": f"{T1} sub=s -> west",
+                     "what": "pairing_ambiguous", "error": "sequence ids repeat"}]
+    s = build_summary(RUN, [], gaps, GX, None, systems=SYSTEMS, outputs=outputs)
+    assert s["status"] == "incomplete" and not s["complete"]

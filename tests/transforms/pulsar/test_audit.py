@@ -15,7 +15,8 @@ from audit.transforms.pulsar.audit import INPUTS, VIOLATIONS
 from spark_jobs import run
 
 NS = "persistent://acme/geo/"
-HEALTHY, HOLES, AHEAD, ONE_WAY = (NS + t for t in ("healthy", "holes", "ahead", "one-way"))
+HEALTHY, HOLES, AHEAD, ONE_WAY, TRIMMED, RESTARTED = (NS + t for t in ("healthy", "holes", "ahead", "one-way",
+                                                                      "trimmed", "restarted"))
 T0 = 1_760_000_000_000
 SUB = "orders"
 
@@ -47,9 +48,13 @@ def cursor(cluster, topic, name, mdp, ranges=(), read=None, kind="subscription",
             "mark_delete_entry": pos(mdp)[1], "read_ledger": r[0], "read_entry": r[1], "individually_deleted": rs}
 
 
+def tables():
+    return {name: [] for name in INPUTS}
+
+
 def scenario(topic, east, west, east_cursors, west_cursors, west_replicates=True):
     """east publishes, west holds the copies; both dumped from L:-1 of their first ledger."""
-    t = {name: [] for name in INPUTS}
+    t = tables()
     for c, recs, curs, ledger, remote in (("east", east, east_cursors, 5, "west"),
                                           ("west", west, west_cursors, 9, "east")):
         t["pulsar_entries"] += recs
@@ -78,8 +83,25 @@ def pip33_round(topic, east_at, west_at):
             entry("east", topic, f"{l}:{e + 4}", marker=13, subscription=SUB, clusters={"west": west_at})]
 
 
+def trimmed():
+    """One-way east -> west; west has no cursor at all, so ManagedLedgerImpl trimmed its closed ledger 9 (the copies
+    of 5:0..5:5) and its dump window is the whole retained topic: ledger 11 with the copies of 5:6..5:9."""
+    east = [entry("east", TRIMMED, f"5:{i}", seq=i) for i in range(10)]
+    west = [entry("west", TRIMMED, f"11:{i}", seq=i + 6, origin="east", src=f"5:{i + 6}") for i in range(4)]
+    t = tables()
+    t["pulsar_entries"] = east + west
+    for c, ledger, last in (("east", 5, 9), ("west", 11, 3)):
+        t["pulsar_topics"].append({"cluster": c, "topic": TRIMMED, "dump_from_ledger": ledger, "dump_from_entry": -1,
+                                   "dump_to_ledger": ledger, "dump_to_entry": last, "dump_complete": True})
+        t["pulsar_ledgers"].append({"cluster": c, "topic": TRIMMED, "ledger_id": ledger, "entries": last + 1})
+    t["pulsar_cursors"].append(cursor("east", TRIMMED, "pulsar.repl.west", "5:9", kind="replicator", remote="west"))
+    t["pulsar_replication"].append({"cluster": "east", "topic": TRIMMED, "remote_cluster": "west", "connected": True,
+                                    "replication_backlog": 0})
+    return t
+
+
 def build():
-    t = {name: [] for name in INPUTS}
+    t = tables()
 
     def add(part):
         for k, v in part.items():
@@ -108,6 +130,13 @@ def build():
     east, west = east_west(ONE_WAY)
     add(scenario(ONE_WAY, east[:10], west, [cursor("east", ONE_WAY, SUB, "5:9", read="5:10")],
                  [cursor("west", ONE_WAY, SUB, "9:-1")], west_replicates=False))
+    add(trimmed())
+    # restarted: east's producer restarted without deduplication (sequence ids 0, 1, 2 twice) and west's copies
+    # carry no source position (a broker before apache/pulsar#23697): nothing can be paired.
+    east = [entry("east", RESTARTED, f"5:{i}", seq=i % 3) for i in range(6)]
+    west = [entry("west", RESTARTED, f"9:{i}", seq=i % 3, origin="east") for i in range(6)]
+    add(scenario(RESTARTED, east, west, [cursor("east", RESTARTED, SUB, "5:5", read="5:6")],
+                 [cursor("west", RESTARTED, SUB, "9:2")]))
     return t
 
 
@@ -171,7 +200,9 @@ def test_individual_ack_holes(audited):
     assert json.loads(r["redelivered_ranges"]) == [["9:5", "9:6"], ["9:8", "9:9"]]
     assert (r["exact_target_mdp"], r["expected_target_mdp"], json.loads(r["to_acknowledge"]),
             r["to_acknowledge_count"]) == ("9:3", "9:3", ["9:5", "9:6", "9:8", "9:9"], 4)
-    assert ("pulsar.failover_redelivery", "east", 4) in checks(violations, HOLES)
+    # All four lie past the 9:3 east's UPDATE told west: PIP-33's own lag, a metric (was a redelivery finding of 4).
+    assert [c for c in checks(violations, HOLES) if c[0] == "pulsar.failover_redelivery"] == []
+    assert r["redelivery_lag"] == 0
 
 
 def test_target_ahead(audited):
@@ -194,12 +225,34 @@ def test_one_way_replication(audited):
     assert subjects == [f"{ONE_WAY} sub={SUB} east->west"]
 
 
+def test_a_trimmed_target_is_missing_nothing(audited):
+    """Was message_missing_on_target 6 (critical): west's window "held the whole topic" by its ledger list."""
+    _, failover, violations, snapshots = audited
+    assert checks(violations, TRIMMED) == []
+    assert (TRIMMED, "east", "west") not in failover and (TRIMMED, "west") in snapshots
+
+
+def test_a_repeating_sequence_pairs_nothing_and_is_a_coverage_gap(audited, spark):
+    job, failover, violations, _ = audited
+    for pair in (("east", "west"), ("west", "east")):
+        r = failover[(RESTARTED, *pair)]
+        assert (r["pairing_ambiguous"], r["ambiguous"], r["complete"]) == (True, 12, False), pair
+        assert counts(r) == {"compared": 0, "only_on_source": 0, "only_on_target": 0, "redelivered": 0,
+                             "skipped": 0, "lost": 0}, pair
+    assert checks(violations, RESTARTED) == []
+    assert not failover[(HEALTHY, "east", "west")]["pairing_ambiguous"]
+    gaps = [r.asDict() for r in spark.read.parquet(str(Path(job["root"]) / "metrics" / "pulsar_coverage")).collect()]
+    assert sorted((g["cluster"], g["target_cluster"], g["what"], g["entry_count"]) for g in gaps) == [
+        ("east", "west", "pairing_ambiguous", 12), ("west", "east", "pairing_ambiguous", 12)]
+    assert job["pulsar_coverage"] == 2 and all(g["topic"] == RESTARTED for g in gaps)
+
+
 def test_findings_merge_with_bookkeeper_rows(audited, spark):
     job, _, violations, _ = audited
     assert [v["check"] for v in violations if v["system"] == "bookkeeper"] == ["bk.entries_lost"]
     pulsar = [v for v in violations if v["system"] == "pulsar"]
     assert len(pulsar) == job["pulsar_violations"] == sum(job["pulsar_violations_by_check"].values())
-    assert job["pulsar_failover"] == 7 and job["pulsar_snapshots"] == 8
+    assert job["pulsar_failover"] == 9 and job["pulsar_snapshots"] == 12
     # Readable together by pyarrow too (the report stage reads findings/violations that way).
     import pyarrow.dataset as ds
 
@@ -219,6 +272,6 @@ def test_missing_tables_give_empty_outputs(spark, tmp_path):
     (tmp_path / "tables").mkdir()
     out = run.run_stage(spark, "pulsar", "audit", str(tmp_path / "tables"), str(tmp_path), run_id="r",
                         thresholds=run.thresholds(None, []))
-    assert out == {"pulsar_failover": 0, "pulsar_snapshots": 0, "pulsar_violations": 0,
+    assert out == {"pulsar_failover": 0, "pulsar_snapshots": 0, "pulsar_coverage": 0, "pulsar_violations": 0,
                    "pulsar_violations_by_check": {}}
     assert spark.read.parquet(str(tmp_path / "findings" / "violations")).count() == 0

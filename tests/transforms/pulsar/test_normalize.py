@@ -190,7 +190,9 @@ def test_quarantine_keeps_bookkeeper_rows_and_names_source_and_field(out):
                     ("pulsar", E + "empty/stats-internal.json", "stats-internal"),
                     ("pulsar", E + "orders/dump/5/2-4.jsonl", "dump-chunk"),
                     ("pulsar", E + "orders/dump/77/0-0.jsonl", "dump-chunk"),
-                    ("pulsar", E + "orders/dump/8/0-2.jsonl", "dump-chunk")]
+                    ("pulsar", E + "orders/dump/8/0-2.jsonl", "dump-chunk"),
+                    # west's chunk has no dump.json beside it: not covered, by name
+                    ("pulsar", "raw/pulsar/west/topics/t/ns/orders/dump/30/4-4.jsonl", "dump-window")]
     reasons = {r["source_key"]: r["reason"] for r in tables["quarantine"]}
     assert reasons[E + "broken/stats-internal.json"] == (
         E + "broken/stats-internal.json: field cursors: expected an object of cursor name -> cursor stats, got nothing")
@@ -202,7 +204,7 @@ def test_quarantine_keeps_bookkeeper_rows_and_names_source_and_field(out):
     assert reasons[E + "orders/dump/77/0-0.jsonl"] == (
         E + "orders/dump/77/0-0.jsonl: field ledger_id: expected a ledger of persistent://t/ns/orders (its "
             "stats-internal ledgers), got position 77:0 -- a position from a different topic")
-    assert counts["quarantine"] == 7 and counts["pulsar_entries"] == 4   # Pulsar's own quarantine rows and counts["pulsar_topics"] == 3
+    assert counts["quarantine"] == 8 and counts["pulsar_entries"] == 4   # Pulsar's own quarantine rows and counts["pulsar_topics"] == 3
 
 
 def test_no_pulsar_raw_data_still_writes_every_table_and_replaces_old_pulsar_rows(spark, tmp_path):
