@@ -67,10 +67,11 @@ class Consumer:
 
 
 class Subscription:
-    def __init__(self, topic: Topic, name: str, replicated: bool):
+    def __init__(self, topic: Topic, name: str, replicated: bool, at_earliest: bool = False):
         self.topic, self.name, self.replicated = topic, name, replicated
         props = {REPLICATED_PROPERTY: 1} if replicated else {}
-        self.cursor = Cursor.at_latest(topic.ml, name, topic.clock.now, topic.cluster.ids.new(), properties=props)
+        open_at = Cursor.at_earliest if at_earliest else Cursor.at_latest
+        self.cursor = open_at(topic.ml, name, topic.clock.now, topic.cluster.ids.new(), properties=props)
         self.cache = SnapshotCache.for_topic(topic) if replicated else None
         self.consumers: list[Consumer] = []
         self.delayed: dict[int, int] = {}

@@ -207,6 +207,14 @@ class Cursor:
         ml.cursors[name] = c
         return c
 
+    @classmethod
+    def at_earliest(cls, ml: ManagedLedger, name: str, now: int, cursor_ledger: int, **kw: Any) -> "Cursor":
+        """InitialPosition.Earliest: just before the first entry of the first ledger still held."""
+        c = cls.at_latest(ml, name, now, cursor_ledger, **kw)
+        c.mdp_idx = next((led.first_idx for led in ml.ledgers if not led.deleted), len(ml.entries)) - 1
+        c.read_idx = c.mdp_idx + 1
+        return c
+
     def is_acked(self, idx: int) -> bool:
         return idx <= self.mdp_idx or idx in self.acked
 

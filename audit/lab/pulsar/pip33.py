@@ -5,18 +5,21 @@ ReplicatedSubscriptionsSnapshotBuilder, ReplicatedSubscriptionSnapshotCache as t
    unless no data was added since the start of the last completed snapshot or a replicator is disconnected;
 2. a remote, when its replicator back to the requester reads the request copy, writes a RESPONSE with its last
    position, replicate_to = [requester];
-3. the requester collects one response per remote (a second round with more than one remote), then writes
-   SNAPSHOT {local_message_id = local position of the last response, clusters = responses}, replicate_to =
-   [itself]; a pending snapshot is dropped after the timeout;
+3. the requester keeps the first response of each remote (putIfAbsent, never cleared: with more than one remote
+   a second round only waits for every remote again), then writes SNAPSHOT {local_message_id = local position of
+   the last response, clusters = the kept responses}, replicate_to = [itself]; a pending snapshot is dropped
+   after the timeout;
 4. a replicated subscription's dispatcher caches the SNAPSHOT markers it reads, evicting by the rule of the
    cluster's broker version (lab key `broker_versions`; snapshots.py, shared with consumers.py);
 5. when its markDeletePosition advances, the snapshots at or below it are popped and the last one popped
-   becomes an UPDATE marker; a remote applies it as a cumulative ack of its own position."""
+   becomes an UPDATE marker; a remote applies it as a cumulative ack of its own position. A remote without
+   the subscription creates it as its broker version does (`update_creates_at_earliest`)."""
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
 
+from audit.domain.pulsar.snapshot_cache import parse_version
 from audit.formats.pulsar import markers as mk
 from audit.lab.pulsar.consumers import Subscription
 from audit.lab.pulsar.model import Entry, Pos
@@ -24,14 +27,50 @@ from audit.lab.pulsar.snapshots import MarkerInfo
 from audit.lab.pulsar.topic import Topic
 
 
+WAIT, NEXT_ROUND, COMPLETE = "wait", "next-round", "complete"  # what one response leaves the builder to do
+EARLIEST, LATEST = "earliest", "latest"
+# apache/pulsar#20767: a missing subscription is created at Earliest and acked at the UPDATE's position (before:
+# at Latest, the UPDATE dropped). The first release of each line that has it; lines after 3.0 all do.
+EARLIEST_SINCE = {(2, 10): 5, (2, 11): 2, (3, 0): 2}
+EARLIEST_LINE = (3, 1)
+
+
+def update_creates_at_earliest(version: str) -> bool:
+    """Whether a broker of `version` creates a missing subscription at Earliest (else at Latest). A line's `x`
+    patch stands for its newest release."""
+    major, minor, patch = parse_version(version)
+    line = (major, minor)
+    if line in EARLIEST_SINCE:
+        return patch is None or patch >= EARLIEST_SINCE[line]
+    return line >= EARLIEST_LINE
+
+
 @dataclass
 class PendingSnapshot:
+    """One snapshot attempt as ReplicatedSubscriptionsSnapshotBuilder keeps it: the first response of each
+    remote (putIfAbsent; the second round does not clear them, it only waits for every remote again)."""
     snapshot_id: str
     start_ms: int
     remotes: tuple[str, ...]
     two_rounds: bool
     round: int = 1
     responses: dict[str, Pos] = field(default_factory=dict)
+    missing: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.missing = set(self.remotes)
+
+    def received(self, cluster: str, position: Pos) -> str:
+        """One RESPONSE: WAIT for more, start the NEXT_ROUND, or COMPLETE (write the SNAPSHOT)."""
+        self.responses.setdefault(cluster, position)
+        self.missing.discard(cluster)
+        if self.missing:
+            return WAIT
+        if self.two_rounds and self.round == 1:
+            self.round = 2
+            self.missing = set(self.remotes)
+            return NEXT_ROUND
+        return COMPLETE
 
 
 @dataclass
@@ -106,12 +145,10 @@ class Controller:
         if p is None:
             return  # timed out (or not ours)
         (cluster, pos), = info.clusters
-        p.responses.setdefault(cluster, pos)
-        if len(p.responses) < len(p.remotes):
+        step = p.received(cluster, pos)
+        if step == WAIT:
             return
-        if p.two_rounds and p.round == 1:
-            p.round = 2
-            p.responses.clear()
+        if step == NEXT_ROUND:
             self._request(p.snapshot_id)
             return
         clusters = tuple(sorted(p.responses.items()))
@@ -127,7 +164,10 @@ class Controller:
             return
         sub = self.topic.subscriptions.get(info.subscription)
         if sub is None:
-            sub = Subscription(self.topic, info.subscription, replicated=True)  # created at Latest
+            earliest = dict(self.topic.settings.missing_subscription_at).get(self.local, EARLIEST) == EARLIEST
+            sub = Subscription(self.topic, info.subscription, replicated=True, at_earliest=earliest)
+            if not earliest:
+                return  # brokers before #20767 only create it: this UPDATE is not applied
         self.updates_applied.append((info.subscription, from_cluster, mine))
         idx = self.topic.ml.floor_index(mine)
         if sub.cursor.ack_cumulative(idx, self.topic.clock.now):

@@ -57,6 +57,9 @@ class TopicSettings:
     snapshot_cache_size: int = 10
     # (cluster, snapshot cache rule of its broker version: "newest" | "spread"); config.py derives it
     snapshot_cache_models: tuple[tuple[str, str], ...] = ()
+    # (cluster, where its broker version creates a subscription an UPDATE names but the topic lacks:
+    # "earliest" | "latest", pip33.update_creates_at_earliest); unlisted clusters: "earliest" (the default 3.0.12)
+    missing_subscription_at: tuple[tuple[str, str], ...] = ()
 
 
 class Topic:

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 from audit.lab.pulsar.builder import ROLES, ScenarioMeta, World, WorldBuilder
 from audit.lab.pulsar.config import PulsarLabConfig, parse_pulsar_lab
+from audit.lab.pulsar.pip33 import EARLIEST, LATEST, update_creates_at_earliest
 from audit.lab.pulsar.scenarios import SCENARIOS
 from audit.lab.pulsar.topic import TopicSettings
 
@@ -34,7 +35,10 @@ def build_world(lab: Mapping[str, Any] | PulsarLabConfig | None, as_of_ms: int) 
                                  snapshot_timeout_ms=config.snapshot_timeout_s * 1000,
                                  snapshot_cache_size=config.snapshot_cache_size,
                                  snapshot_cache_models=tuple((c, config.cache_model(c).kind)
-                                                             for c in config.clusters))
+                                                             for c in config.clusters),
+                                 missing_subscription_at=tuple(
+                                     (c, EARLIEST if update_creates_at_earliest(config.broker_version_of(c))
+                                      else LATEST) for c in config.clusters))
         builder = WorldBuilder(world, meta, roles, settings, scenario.partitions)
         world.scenarios.append(meta)
         scenario.build(builder, config)

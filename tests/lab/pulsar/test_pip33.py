@@ -1,11 +1,17 @@
 """The Pulsar lab runs geo-replication and PIP-33 the way docs/formats/pulsar.md §2.5-2.6 describe them."""
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from audit.formats.pulsar import markers as mk
 from audit.formats.pulsar.entry import REPL_SOURCE_POSITION
-from audit.lab.pulsar.model import MARKER_PRODUCER
+from audit.formats.pulsar.stats_internal import REPLICATED_PROPERTY
+from audit.lab.pulsar.model import MARKER_PRODUCER, Clock, ClusterLedgerIds
+from audit.lab.pulsar.pip33 import (COMPLETE, EARLIEST, LATEST, NEXT_ROUND, WAIT, Controller, PendingSnapshot,
+                                    update_creates_at_earliest)
+from audit.lab.pulsar.topic import ClusterState, Topic, TopicSettings
 from audit.lab.pulsar.snapshots import MarkerInfo, SnapshotCache
 from audit.lab.pulsar.runner import lab_world
 
@@ -127,3 +133,74 @@ def test_snapshot_cache_evicts_the_oldest_and_pops_up_to_the_mark_delete():
     assert cache.advanced_mark_delete((9, 5)) is None
     assert cache.advanced_mark_delete((9, 45)).snapshot_id == "s4"
     assert len(cache) == 1 and cache.advanced_mark_delete((9, 50)).snapshot_id == "s5"
+
+
+# -- the snapshot builder (ReplicatedSubscriptionsSnapshotBuilder.receivedSnapshotResponse) -------------------
+E1, E2, W1, W2, S1, S2 = (1, 1), (1, 9), (2, 1), (2, 9), (3, 1), (3, 9)
+
+
+@pytest.mark.parametrize("remotes, arrivals, steps, kept", [
+    # one remote: one round, its response is the snapshot's
+    (("west",), [("west", W1)], [COMPLETE], {"west": W1}),
+    # two remotes: the first round's positions are kept (putIfAbsent); the second round only waits again
+    (("south", "west"), [("west", W1), ("south", S1), ("south", S2), ("west", W2)],
+     [WAIT, NEXT_ROUND, WAIT, COMPLETE], {"west": W1, "south": S1}),
+    # a duplicate within a round neither replaces the first nor counts as another remote
+    (("south", "west"), [("west", W1), ("west", W2), ("south", S1)], [WAIT, WAIT, NEXT_ROUND],
+     {"west": W1, "south": S1}),
+    # the second round ends on the last remote still awaited, whichever order they answer in
+    (("east", "south", "west"), [("east", E1), ("west", W1), ("south", S1), ("south", S2), ("east", E2),
+                                 ("west", W2)],
+     [WAIT, WAIT, NEXT_ROUND, WAIT, WAIT, COMPLETE], {"east": E1, "west": W1, "south": S1}),
+])
+def test_snapshot_builder_keeps_each_remotes_first_response(remotes, arrivals, steps, kept):
+    p = PendingSnapshot("s", 0, remotes, two_rounds=len(remotes) > 1)
+    assert [p.received(cluster, pos) for cluster, pos in arrivals] == steps
+    assert p.responses == kept
+
+
+def test_three_cluster_snapshots_carry_the_first_rounds_positions(world):
+    """Each SNAPSHOT's remote positions are those the first round's RESPONSE markers carried."""
+    east = world.topic("east", "persistent://lab/geo3/payments")
+    responses = [e for e in east.ml.entries if e.marker_type == mk.SNAPSHOT_RESPONSE and e.replicated_from]
+    snapshots = [e.marker for e in east.ml.entries if e.marker_type == mk.SNAPSHOT]
+    assert snapshots
+    for snap in snapshots:
+        answers = [dict(e.marker.clusters) for e in responses if e.marker.snapshot_id == snap.snapshot_id]
+        first = {c: next(a[c] for a in answers if c in a) for c in ("south", "west")}
+        assert dict(snap.clusters) == first
+        assert len(answers) == 4  # two rounds of two remotes
+
+
+# -- a subscription the UPDATE names but the target lacks (ReplicatedSubscriptionsController) -----------------
+@pytest.mark.parametrize("version, earliest", [
+    ("2.9.5", False), ("2.10.4", False), ("2.10.5", True), ("2.11.1", False), ("2.11.2", True),
+    ("3.0.1", False), ("3.0.2", True), ("3.0.12", True), ("3.0.x", True), ("3.1.0", True), ("4.0.9", True),
+])
+def test_missing_subscription_is_created_as_the_broker_version_does(version, earliest):
+    assert update_creates_at_earliest(version) is earliest
+    clock = Clock(AS_OF)
+    cluster = ClusterState("west", ClusterLedgerIds(random.Random(1)), "10.0.0.1")
+    at = EARLIEST if earliest else LATEST
+    west = Topic(clock, cluster, "persistent://lab/geo/t", TopicSettings(missing_subscription_at=(("west", at),)),
+                 random.Random(2), 80, Controller)
+    for seq in range(5):
+        west.publish("p", seq, b"x", ())
+    target = west.ml.positions[2]
+    update = west.ml.append(clock.now, 10, producer_name=MARKER_PRODUCER, sequence_id=0, publish_ms=clock.now,
+                            payload=b"", replicated_from="east", marker_type=mk.UPDATE,
+                            marker=MarkerInfo(mk.UPDATE, subscription=SUB, clusters=(("west", target),)))
+    ctl = west.ensure_controller()
+    ctl.received_marker(update, len(west.ml.entries) - 1)
+    sub = west.subscriptions[SUB]
+    assert sub.replicated and sub.cursor.properties == {REPLICATED_PROPERTY: 1}
+    if earliest:  # at Earliest, then the cumulative ack at the UPDATE's position
+        assert sub.cursor.mark_delete_position() == target and ctl.updates_applied == [(SUB, "east", target)]
+    else:  # at Latest (the UPDATE marker itself was the last entry), the UPDATE not applied
+        assert sub.cursor.mdp_idx == len(west.ml.entries) - 1 and ctl.updates_applied == []
+
+
+def test_the_lab_config_picks_each_clusters_subscription_creation():
+    w = lab_world({"seed": 7, "scenarios": ["healthy"], "broker_versions": {"west": "3.0.1"}}, AS_OF)[0]
+    settings = w.topic("east", "persistent://lab/geo/orders-healthy").settings
+    assert dict(settings.missing_subscription_at) == {"east": EARLIEST, "west": LATEST, "south": EARLIEST}
