@@ -90,6 +90,7 @@ class AuditRequest:
     run_id: str
     as_of_ms: int | None
     thresholds: Any
+    clusters: tuple = ()   # the estate's clusters of this system (its validated models): what the estate declares
 
 
 @dataclass(frozen=True)

@@ -167,7 +167,7 @@ def audit(ctx: RunContext, system: str | None = None) -> dict:
     for s in _systems(ctx, system):
         result.update(_job(ctx, "audit", s, lambda st, s=s: run_stage(
             ctx.spark(), s.name, "audit", str(st.fetch("tables")), str(st.root), run_id=ctx.run_id,
-            as_of_ms=ctx.as_of_ms, thresholds=ctx.estate.thresholds)))
+            as_of_ms=ctx.as_of_ms, thresholds=ctx.estate.thresholds, clusters=ctx.estate.clusters(s.name))))
     return result
 
 

@@ -38,9 +38,19 @@ def thresholds(estate_file: str | None, overrides: list[str]):
                         source).thresholds
 
 
+def estate_clusters(estate_file: str | None, system: str) -> tuple:
+    """The estate file's clusters of `system`, validated (none without a file)."""
+    if not estate_file:
+        return ()
+    from audit.config.estate import load_estate
+
+    return tuple(load_estate(estate_file).clusters(system))
+
+
 def run_stage(spark, system: str, stage: str, input_dir: str, output_dir: str, *, run_id: str = "",
-              as_of_ms: int | None = None, thresholds=None) -> dict:
-    """One stage of one registered system; returns the job's counts."""
+              as_of_ms: int | None = None, thresholds=None, clusters: tuple = ()) -> dict:
+    """One stage of one registered system; returns the job's counts. `clusters`: the estate's clusters of the
+    system (what the estate declares about them, e.g. a broker version)."""
     from audit import systems
     from audit.contracts import AuditRequest
 
@@ -48,7 +58,7 @@ def run_stage(spark, system: str, stage: str, input_dir: str, output_dir: str, *
     if stage == "normalize":
         return sys_.normalize(spark, input_dir, output_dir)
     if stage == "audit":
-        return sys_.audit(spark, input_dir, output_dir, AuditRequest(run_id, as_of_ms, thresholds))
+        return sys_.audit(spark, input_dir, output_dir, AuditRequest(run_id, as_of_ms, thresholds, tuple(clusters)))
     raise ValueError(f"stage {stage!r}: expected one of {', '.join(STAGES)}")
 
 
@@ -71,6 +81,7 @@ def main(argv: list[str] | None = None) -> dict:
         p.error(f"--input {args.input}: not a folder")
     try:
         th = thresholds(args.estate, args.set) if args.stage == "audit" else None
+        clusters = estate_clusters(args.estate, args.system) if args.stage == "audit" else ()
     except (ValueError, OSError) as exc:
         p.error(str(exc))
     from audit.sparkutil.session import get_spark
@@ -78,7 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
     spark = get_spark(f"replaudit-{args.system}-{args.stage}", args.master)
     try:
         out = run_stage(spark, args.system, args.stage, args.input, args.output, run_id=args.run_id,
-                        as_of_ms=args.as_of_ms, thresholds=th)
+                        as_of_ms=args.as_of_ms, thresholds=th, clusters=clusters)
     except FileNotFoundError as exc:
         p.error(str(exc))
     print(json.dumps(out, sort_keys=True))

@@ -6,7 +6,9 @@ Per topic (a partition is a topic), under `topics/<tenant>/<namespace>/<topic>/`
   subscriptions/<percent-encoded sub>/replicated-status.json   GET .../subscription/{sub}/replicatedSubscriptionStatus
                        (replicated subscriptions only)
   dump/<L>/<first>-<last>.jsonl, dump.json   the per-entry dump of the window (dump.py)
-and `collection.json` (the CollectionReport). Bodies are stored byte for byte.
+and per cluster `broker-version.txt` (GET /admin/v2/brokers/version: the answering broker's version, bare text
+under a JSON Content-Type, audit/formats/pulsar/broker_version.py) and `collection.json` (the CollectionReport).
+Bodies are stored byte for byte.
 
 Remote failures become CoverageGaps and the collection goes on; only a broken configuration raises (a missing
 token secret raises SecretError). Resuming: keys an earlier attempt stored are not asked for again; a stored
@@ -35,6 +37,7 @@ from audit.formats.pulsar.stats_internal import StatsInternal, decode_stats_inte
 log = logging.getLogger(__name__)
 
 COLLECTION_KEY = "collection.json"
+BROKER_VERSION_KEY, BROKER_VERSION_PATH = "broker-version.txt", "/admin/v2/brokers/version"
 
 
 class PulsarConfigError(ValueError):
@@ -98,6 +101,7 @@ class PulsarCollector(Collector):
                              request_timeout_s=cluster.timeouts.request_s, verify=cluster.tls_verify,
                              pool_size=settings.concurrency, retry=self._retry, redact=secrets.redact)
         try:
+            _broker_version(client, sink, report)
             topics = discover_topics(client, cluster.namespaces, cluster.topics, report)
             for topic in topics:
                 if client.unauthorized is not None:
@@ -125,6 +129,21 @@ class PulsarCollector(Collector):
         return PulsarClientReaderSource(cluster.service_url, token,
                                         operation_timeout_s=int(cluster.timeouts.request_s),
                                         read_timeout_ms=int(cluster.timeouts.request_s * 1000))
+
+
+def _broker_version(client: AdminClient, sink: RawSink, report: CollectionReport) -> None:
+    """The version picks the audit's PIP-33 snapshot cache rule (docs/pulsar/audit.md); without it the audit
+    assumes one and says so, so a failure is a gap, never fatal. Asked once per cluster: behind a load balancer
+    another broker may answer, which is why an estate can declare the version instead."""
+    if stored(sink, BROKER_VERSION_KEY) is not None:
+        report.count("keys_resumed")
+        return
+    resp = client.get(BROKER_VERSION_PATH)
+    if resp.error is not None:
+        report.gap(resp.url, "broker version", resp.error)
+        return
+    sink.put(BROKER_VERSION_KEY, resp.body)   # as received, even when it will not decode: it is the evidence
+    report.count("keys_stored")
 
 
 class _TopicCollection:

@@ -8,7 +8,10 @@ or by the collector elsewhere, into raw/pulsar/<cluster>/, the collector's own l
              T/dump.json             --kind dump-window      (the dump window and its outcome)
              the whole folder T      --kind topic-folder
   per cluster collection.json        --kind collection-report
-             the whole folder raw/pulsar/<cluster>/          --kind cluster-folder (topics/... + collection.json)
+             broker-version.txt      --kind broker-version   (pulsar-admin brokers version, or curl of
+                                                               /admin/v2/brokers/version)
+             the whole folder raw/pulsar/<cluster>/          --kind cluster-folder (topics/..., collection.json,
+                                                               broker-version.txt)
 
 Every file is decoded before it is stored, with the decoder normalize uses (strictly: a dump chunk must hold one
 line per position of its key); a file that does not decode is rejected with the reason (file, field, what was
@@ -26,6 +29,7 @@ from audit.formats.errors import PayloadError
 TOPIC = ImportOption("topic", "persistent://tenant/namespace/topic, for Pulsar kinds")
 SUBSCRIPTION = ImportOption("subscription", "subscription name, for replicated-status")
 SYSTEM = "pulsar"
+BROKER_VERSION_FILE = "broker-version.txt"   # collector.py BROKER_VERSION_KEY (not imported: no HTTP stack here)
 TOPIC_FILES = ("stats-internal.json, stats.json, dump.json, subscriptions/<percent-encoded subscription>/"
                "replicated-status.json or dump/<ledgerId>/<firstEntryId>-<lastEntryId>.jsonl")
 
@@ -95,6 +99,12 @@ def _collection(data: bytes, source: str, cluster: str) -> None:
             raise PayloadError(source, f"gaps[{i}]", "an object {source, what, error}", gap)
         for key in ("source", "what", "error"):
             jb.string(gap, key, source, f"gaps[{i}]", required=True)
+
+
+def _broker_version(data: bytes, source: str) -> None:
+    from audit.formats.pulsar.broker_version import decode_broker_version
+
+    decode_broker_version(data, source)
 
 
 # -- layout ---------------------------------------------------------------------------------------------------
@@ -203,18 +213,28 @@ def _store_collection(put, cluster: str, files: list[tuple[Path, str]], options:
     return job.result()
 
 
+def _store_broker_version(put, cluster: str, files: list[tuple[Path, str]], options: dict) -> dict:
+    path, _ = _one_file("broker-version", files)
+    job = _Import(put, cluster)
+    job.add(path, BROKER_VERSION_FILE, _broker_version)
+    return job.result()
+
+
 def _store_cluster_folder(put, cluster: str, files: list[tuple[Path, str]], options: dict) -> dict:
     job = _Import(put, cluster)
     for path, rel in files:
         parts = rel.split("/")
         if rel == "collection.json":
             job.add(path, rel, lambda data, source: _collection(data, source, cluster))
+        elif rel == BROKER_VERSION_FILE:
+            job.add(path, rel, _broker_version)
         elif len(parts) >= 5 and parts[0] == "topics" and all(parts[1:4]):
             topic = "persistent://" + "/".join(parts[1:4])   # the folder spells the topic as is
             job.topic_file(path, topic, topic_folder(topic), "/".join(parts[4:]))
         else:
             job.reject(path, f"{path}: {rel!r} is not a file the collector writes for a cluster; expected "
-                             "collection.json or topics/<tenant>/<namespace>/<topic>/<file> (" + TOPIC_FILES + ")")
+                             f"collection.json, {BROKER_VERSION_FILE} or topics/<tenant>/<namespace>/<topic>/<file> "
+                             f"({TOPIC_FILES})")
     return job.result()
 
 
@@ -230,6 +250,8 @@ KINDS = {
     "topic-folder": ImportKind("a topic folder as the collector writes it (stats-internal.json, stats.json, "
                                "subscriptions/, dump/, dump.json)", _store_topic_folder, (TOPIC,)),
     "collection-report": ImportKind("the collector's collection.json of this cluster", _store_collection),
+    "broker-version": ImportKind("the cluster's broker version as GET /admin/v2/brokers/version answers it "
+                                 "(bare text, e.g. 3.0.12)", _store_broker_version),
     "cluster-folder": ImportKind("a cluster folder as the collector writes it (raw/pulsar/<cluster>/: topics/..., "
-                                 "collection.json)", _store_cluster_folder),
+                                 "collection.json, broker-version.txt)", _store_cluster_folder),
 }

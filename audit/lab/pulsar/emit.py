@@ -1,6 +1,7 @@
 """Write one lab cluster's raw evidence (docs/pulsar/contracts.md "Raw evidence", keys relative to
 raw/pulsar/<cluster>/) through a RawSink, exactly as the admin collector lays it out:
 
+    broker-version.txt   the cluster's configured broker version, as /admin/v2/brokers/version answers it
     topics/<tenant>/<ns>/<topic>/stats-internal.json | stats.json | dump.json
     topics/<tenant>/<ns>/<topic>/subscriptions/<percent-encoded sub>/replicated-status.json
     topics/<tenant>/<ns>/<topic>/dump/<ledgerId>/<firstEntryId>-<lastEntryId>.jsonl
@@ -14,6 +15,7 @@ import json
 import urllib.parse
 
 from audit.collectors.base import CollectionReport, RawSink
+from audit.collectors.pulsar.collector import BROKER_VERSION_KEY
 from audit.collectors.pulsar.discovery import parse_topic
 from audit.config.pulsar import PulsarDump
 from audit.lab.pulsar.model import Entry
@@ -89,6 +91,7 @@ def emit_topic(world: World, topic: Topic, sink: RawSink, dump: PulsarDump, repo
 
 def emit_cluster(world: World, cluster: str, sink: RawSink, dump: PulsarDump | None = None) -> CollectionReport:
     report = CollectionReport("pulsar", cluster)
+    sink.put(BROKER_VERSION_KEY, world.config.broker_version_of(cluster).encode())   # admin_server.py's answer
     for topic in world.topics_of(cluster):
         emit_topic(world, topic, sink, dump or PulsarDump(), report)
     return report

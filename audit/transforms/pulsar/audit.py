@@ -46,6 +46,8 @@ INPUTS = {
                                   ("replication_backlog", L)),
     "pulsar_subscriptions": struct(("cluster", S), ("topic", S), ("subscription", S), ("is_replicated", B),
                                     ("consumed_here", B)),
+    # One row per cluster (GET /admin/v2/brokers/version): not part of the state, read on the driver.
+    "pulsar_brokers": struct(("cluster", S), ("broker_version", S)),
 }
 STATE = struct(("kind", S), ("cluster", S), ("topic", S), ("name", S), ("cursor_kind", S), ("remote_cluster", S),
                 ("replicated", B), ("mark_delete_ledger", L), ("mark_delete_entry", L), ("read_ledger", L),
@@ -126,13 +128,25 @@ def audit_inputs(tables: dict[str, DataFrame]) -> tuple[DataFrame, DataFrame]:
     return entries, state
 
 
+def reported_versions(tables: dict[str, DataFrame]) -> dict[str, str]:
+    """cluster -> the version its admin API reported (pulsar_brokers: a handful of rows). Should a cluster carry
+    two (two imports), the smallest is kept: the order of the files does not change the result."""
+    if "pulsar_brokers" not in tables:
+        return {}
+    rows = (tables["pulsar_brokers"].where(F.col("cluster").isNotNull() & F.col("broker_version").isNotNull())
+            .groupBy("cluster").agg(F.min("broker_version").alias("v")).collect())
+    return {r["cluster"]: r["v"] for r in rows}
+
+
 def audit(tables: dict[str, DataFrame], *, run_id: str = "", as_of_ms: int | None = None,
           thresholds: Thresholds = Thresholds(), broker_versions: dict[str, str] | None = None,
           snapshot_cache_size: int = DEFAULT_SIZE) -> Outputs:
     """(failover_df, snapshots_df, violations_df). `tables` maps INPUTS names to DataFrames (missing = empty);
-    a threshold left None is not checked. `broker_versions` (cluster -> version) picks each source cluster's
-    PIP-33 snapshot cache rule; a cluster without one gets the current rule and a coverage note."""
-    settings = Settings(run_id, as_of_ms, thresholds, broker_versions=dict(broker_versions or {}),
+    a threshold left None is not checked. Each source cluster's PIP-33 snapshot cache rule follows its broker
+    version: the estate's declared one (`broker_versions`, cluster -> version) over the one its admin API
+    reported (`pulsar_brokers`); a cluster with neither gets the current rule and a coverage note."""
+    versions = {**reported_versions(tables), **dict(broker_versions or {})}
+    settings = Settings(run_id, as_of_ms, thresholds, broker_versions=versions,
                         snapshot_cache_size=snapshot_cache_size)
     schema = to_arrow_schema(_OUT)
 
@@ -170,6 +184,9 @@ def run(spark: SparkSession, tables_dir: str, root: str, request: AuditRequest,
     tables = {name: read(spark, os.path.join(tables_dir, name), schema) for name, schema in INPUTS.items()
               if has_table(os.path.join(tables_dir, name))}
     th = request.thresholds   # the estate's (audit/config/pulsar.py holds the defaults)
+    if broker_versions is None:   # what the estate declares about its clusters' brokers
+        broker_versions = {c.name: c.broker_version for c in request.clusters
+                           if getattr(c, "broker_version", None)}
     frames = audit(tables or empty_tables(spark), run_id=request.run_id, as_of_ms=request.as_of_ms,
                    thresholds=thresholds_of(th),
                    broker_versions=broker_versions, snapshot_cache_size=snapshot_cache_size)

@@ -1,6 +1,7 @@
 """Raw Pulsar files -> rows of the normalized tables (docs/pulsar/contracts.md), as plain Python values.
 
-`decode_file(source_key, data)` classifies `raw/pulsar/<cluster>/topics/<tenant>/<ns>/<topic>/...` and returns
+`decode_file(source_key, data)` classifies `raw/pulsar/<cluster>/topics/<tenant>/<ns>/<topic>/...` (and the
+cluster's `broker-version.txt`) and returns
 rows tagged with their table. Tables whose name starts with "_" are partial rows joined in Spark
 (topic rows from stats-internal + dump.json, subscriptions from stats + replicated-status). Whatever does not
 decode becomes a `quarantine` row naming source and field; a bad dump line quarantines that line only, and its
@@ -17,6 +18,7 @@ from typing import Iterator
 from urllib.parse import unquote
 
 from audit.formats.errors import PayloadError
+from audit.formats.pulsar.broker_version import decode_broker_version
 from audit.formats.pulsar.dump_window import decode_dump_window
 from audit.formats.pulsar.entry import EntryGap, decode_entry_line, dump_lines, line_source
 from audit.formats.pulsar.repl_status import decode_replicated_status
@@ -24,14 +26,16 @@ from audit.formats.pulsar.stats import decode_topic_stats
 from audit.formats.pulsar.stats_internal import decode_stats_internal
 
 SYSTEM = "pulsar"
-TOPICS, LEDGERS, CURSORS, ENTRIES, GAPS, REPLICATION, SUBSCRIPTIONS, QUARANTINE = (
+TOPICS, LEDGERS, CURSORS, ENTRIES, GAPS, REPLICATION, SUBSCRIPTIONS, BROKERS, QUARANTINE = (
     "pulsar_topics", "pulsar_ledgers", "pulsar_cursors", "pulsar_entries", "pulsar_entry_gaps",
-    "pulsar_replication", "pulsar_subscriptions", "quarantine")
+    "pulsar_replication", "pulsar_subscriptions", "pulsar_brokers", "quarantine")
 DUMP_WINDOW, SUB_STATUS = "_dump_window", "_subscription_status"  # partial rows, joined in Spark
 METADATA_HEADERS = "metadata_headers"  # an entry row's extra column (see above), dropped by normalize
 # payload_kind values in quarantine
-STATS_INTERNAL, STATS, REPL_STATUS, DUMP_CHUNK, DUMP_JSON, COLLECTION, UNKNOWN = (
-    "stats-internal", "stats", "replicated-status", "dump-chunk", "dump-window", "collection", "unknown")
+STATS_INTERNAL, STATS, REPL_STATUS, DUMP_CHUNK, DUMP_JSON, COLLECTION, BROKER_VERSION, UNKNOWN = (
+    "stats-internal", "stats", "replicated-status", "dump-chunk", "dump-window", "collection", "broker-version",
+    "unknown")
+BROKER_VERSION_FILE = "broker-version.txt"  # the collector's key (collector.py BROKER_VERSION_KEY)
 _CHUNK = re.compile(r"(\d+)-(\d+)\.jsonl")
 Row = tuple[str, dict]
 
@@ -51,6 +55,8 @@ def classify(source_key: str) -> tuple[str, str | None, str, list[str]] | None:
     cluster, rest = parts[1], parts[2:]
     if rest == ["collection.json"]:
         return cluster, None, COLLECTION, rest
+    if rest == [BROKER_VERSION_FILE]:
+        return cluster, None, BROKER_VERSION, rest
     if rest[0] != "topics" or len(rest) < 5:
         return cluster, None, UNKNOWN, rest
     topic, below = "persistent://" + "/".join(rest[1:4]), rest[4:]
@@ -86,6 +92,10 @@ def decode_file(source_key: str, data: bytes) -> list[Row]:
         return [quarantine(cluster, source_key, kind, str(e))]
     except (ValueError, TypeError, KeyError) as e:  # a shape no decoder anticipated: still never fatal
         return [quarantine(cluster, source_key, kind, f"{source_key}: {type(e).__name__}: {e}")]
+
+
+def _broker_version(cluster: str, topic: None, below: list[str], key: str, data: bytes) -> Iterator[Row]:
+    yield BROKERS, {"cluster": cluster, "broker_version": decode_broker_version(data, key), "source_key": key}
 
 
 def _stats_internal(cluster: str, topic: str, below: list[str], key: str, data: bytes) -> Iterator[Row]:
@@ -140,7 +150,8 @@ def _dump_window(cluster: str, topic: str, below: list[str], key: str, data: byt
                         "dump_complete": w.complete, "source_key": key}
 
 
-_DECODERS = {STATS_INTERNAL: _stats_internal, STATS: _stats, REPL_STATUS: _repl_status, DUMP_JSON: _dump_window}
+_DECODERS = {STATS_INTERNAL: _stats_internal, STATS: _stats, REPL_STATUS: _repl_status, DUMP_JSON: _dump_window,
+             BROKER_VERSION: _broker_version}
 
 
 def _entry_row(cluster: str, topic: str, key: str, rec) -> dict:

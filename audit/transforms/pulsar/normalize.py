@@ -45,9 +45,10 @@ REPLICATION = struct(("cluster", S), ("topic", S), ("remote_cluster", S), ("conn
 SUBSCRIPTIONS = struct(("cluster", S), ("topic", S), ("subscription", S), ("is_replicated", B), ("is_durable", B),
                         ("replicated_status", MapType(S, B)), ("consumers", I), ("msg_out_counter", L),
                         ("last_consumed_ms", L), ("consumed_here", B), ("source_key", S))
+BROKERS = struct(("cluster", S), ("broker_version", S), ("source_key", S))
 SCHEMAS = {rows.TOPICS: TOPICS, rows.LEDGERS: LEDGERS, rows.CURSORS: CURSORS, rows.ENTRIES: ENTRIES,
            rows.GAPS: GAPS, rows.REPLICATION: REPLICATION, rows.SUBSCRIPTIONS: SUBSCRIPTIONS,
-           rows.QUARANTINE: QUARANTINE}
+           rows.BROKERS: BROKERS, rows.QUARANTINE: QUARANTINE}
 # One wide row tagged with its table, so every file is read and decoded exactly once.
 _DECODED = tagged("table", [*SCHEMAS.values(), struct((rows.METADATA_HEADERS, B))])
 OLD_BROKER = ("per-entry admin response without X-Pulsar-producer-name, -sequence-id, -replicated-from, "

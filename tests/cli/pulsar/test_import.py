@@ -78,10 +78,12 @@ def test_lab_evidence_imported_kind_by_kind_and_as_folders_audits_the_same(lab, 
         if (folder / "dump").is_dir():
             assert _import(estate, "imp", "east", "dump", "--topic", topic, folder / "dump") == EXIT_CLEAN
     assert _import(estate, "imp", "east", "collection-report", raw / "east" / "collection.json") == EXIT_CLEAN
+    assert _import(estate, "imp", "east", "broker-version", raw / "east" / "broker-version.txt") == EXIT_CLEAN
     # west one topic folder at a time, south as the whole cluster folder
     for topic, folder in _topics(raw / "west").items():
         assert _import(estate, "imp", "west", "topic-folder", "--topic", topic, folder) == EXIT_CLEAN
     assert _import(estate, "imp", "west", "collection-report", raw / "west" / "collection.json") == EXIT_CLEAN
+    assert _import(estate, "imp", "west", "broker-version", raw / "west" / "broker-version.txt") == EXIT_CLEAN
     assert _import(estate, "imp", "south", "cluster-folder", raw / "south") == EXIT_CLEAN
     capsys.readouterr()
     imported = _attempt(tmp, "imp") / "raw" / "pulsar"
@@ -180,10 +182,12 @@ def test_invalid_files_are_refused_naming_file_field_and_expectation_and_nothing
                         "field complete: expected true or false"),
         "collection-report": ([], "collection.json", json.dumps({"system": "pulsar", "cluster": "west"}).encode(),
                               "field cluster: expected 'east'"),
+        "broker-version": ([], "version.txt", b"<html><title>404 Not Found</title></html>",
+                           "field body: expected a broker version such as 3.0.12"),
     }
     for kind, (flags, name, data, why) in cases.items():
         (bad / name).write_bytes(data)
-        topic = [] if kind == "collection-report" else ["--topic", TOPIC]
+        topic = [] if kind in ("collection-report", "broker-version") else ["--topic", TOPIC]
         assert _import(estate, "x", "east", kind, *topic, *flags, bad / name) == EXIT_INCOMPLETE, kind
         out = json.loads(capsys.readouterr().out)
         assert out["stored"] == 0 and len(out["rejected"]) == 1, kind

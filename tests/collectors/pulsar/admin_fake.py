@@ -104,6 +104,7 @@ class FakeTopic:
 class FakePulsarAdmin:
     def __init__(self, token: str | None = None):
         self.token = token
+        self.broker_version = b"3.0.12"   # BrokersBase#version: bare text under a JSON Content-Type
         self.namespaces: dict[str, list[str]] = {}  # "t/ns" -> persistent topic list
         self.partitioned: dict[str, list[str]] = {}  # "t/ns" -> partitioned parents
         self.topics: dict[str, FakeTopic] = {}  # "t/ns/local" -> topic
@@ -162,6 +163,8 @@ class FakePulsarAdmin:
         scripted = self._scripted(path)
         if scripted is not None:
             return scripted
+        if path == "/admin/v2/brokers/version":
+            return Answer(200, self.broker_version)
         m = _NAMESPACE.match(path)
         if m:
             ns = f"{unquote(m[1])}/{unquote(m[2])}"

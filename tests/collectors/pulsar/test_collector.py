@@ -69,10 +69,12 @@ def test_full_collection_raw_keys_and_bytes(fake, tmp_path):
     partition_keys = [f"topics/acme/orders/payments-partition-{i}/{k}" for i in range(2) for k in
                       ["dump.json", "dump/0/0-1.jsonl", "dump/0/2-3.jsonl", "dump/0/4-5.jsonl", "dump/0/6-7.jsonl",
                        "dump/0/8-8.jsonl", "stats-internal.json", "stats.json"]]
-    assert sorted(got) == sorted(["collection.json"] + [ORDERS + k for k in [
+    assert sorted(got) == sorted(["broker-version.txt", "collection.json"] + [ORDERS + k for k in [
         "dump.json", "dump/10/2-3.jsonl", "dump/10/4-4.jsonl", "dump/12/0-1.jsonl", "dump/12/2-3.jsonl",
         "stats-internal.json", "stats.json", "subscriptions/audit%2Fsub%201/replicated-status.json",
         "subscriptions/orders-sub/replicated-status.json"]] + partition_keys)
+    assert got["broker-version.txt"] == b"3.0.12"   # as the broker sent it: bare text, once per cluster
+    assert fake.paths(r"^/admin/v2/brokers/version$") == ["/admin/v2/brokers/version"]
     assert got[ORDERS + "stats-internal.json"] == ORDERS_STATS_INTERNAL
     assert got[ORDERS + "stats.json"] == orders_stats()
     assert got[ORDERS + "subscriptions/orders-sub/replicated-status.json"] == \
@@ -100,10 +102,10 @@ def test_full_collection_raw_keys_and_bytes(fake, tmp_path):
         "complete": True, "reason": "every position in the window was read"}
     assert report.gaps == []
     assert report.counts == {
-        "topics_discovered": 3, "topics_collected": 3, "topics_dumped": 3, "keys_stored": 8, "entries_read": 25,
+        "topics_discovered": 3, "topics_collected": 3, "topics_dumped": 3, "keys_stored": 9, "entries_read": 25,
         "entries_failed": 0, "entries_not_fetched": 0, "entries_from_reader": 0, "chunks_written": 14,
-        "chunks_resumed": 0, "http_requests": 36, "http_retries": 0}
-    assert len(fake.requests) == 36 and fake.unauthorized == []
+        "chunks_resumed": 0, "http_requests": 37, "http_retries": 0}
+    assert len(fake.requests) == 37 and fake.unauthorized == []
     assert got["collection.json"] == report.to_json().encode()
 
 
@@ -177,7 +179,7 @@ def test_explicit_partitioned_topic_is_expanded(fake, tmp_path):
     run(fake, tmp_path, namespaces=(), topics=("persistent://acme/orders/payments",))
     assert sorted({k.split("/")[3] for k in files(tmp_path) if k.startswith("topics/")}) == [
         "payments-partition-0", "payments-partition-1"]
-    assert fake.requests[0] == "/admin/v2/persistent/acme/orders/payments/partitions"
+    assert fake.requests[:2] == ["/admin/v2/brokers/version", "/admin/v2/persistent/acme/orders/payments/partitions"]
 
 
 def test_unknown_namespace_is_a_gap(fake, tmp_path):
@@ -186,7 +188,7 @@ def test_unknown_namespace_is_a_gap(fake, tmp_path):
     error = 'HTTP 404: {"reason": "Namespace does not exist"}'
     assert [(g.source, g.what, g.error) for g in report.gaps] == [
         (url, "namespace topic list", error), (url + "/partitioned", "namespace partitioned topic list", error)]
-    assert list(files(tmp_path)) == ["collection.json"]
+    assert sorted(files(tmp_path)) == ["broker-version.txt", "collection.json"]
 
 
 def test_refused_token_stops_the_collection(fake, tmp_path):
@@ -194,6 +196,7 @@ def test_refused_token_stops_the_collection(fake, tmp_path):
     error = 'HTTP 401: {"reason": "HTTP 401 Unauthorized"}'
     url = fake.url + "/admin/v2/persistent/acme/orders"
     assert [(g.source, g.what, g.error) for g in report.gaps] == [
+        (fake.url + "/admin/v2/brokers/version", "broker version", error),
         (url, "namespace topic list", error), (url + "/partitioned", "namespace partitioned topic list", error),
         (fake.url, "admin API (collection stopped)", error)]
     assert list(files(tmp_path)) == ["collection.json"]
@@ -207,3 +210,11 @@ def test_configuration_errors_raise_before_any_request(fake, tmp_path):
     with pytest.raises(ValueError, match="concurrency"):   # the validated model refuses it: nothing to run
         run(fake, tmp_path, dump=PulsarDump(concurrency=0))
     assert fake.requests == []
+
+
+def test_a_broker_version_that_cannot_be_fetched_is_a_gap_naming_the_url(fake, tmp_path):
+    fake.script(r"^/admin/v2/brokers/version$", [html(404, "Not Found")])
+    report = run(fake, tmp_path)
+    assert [(g.source, g.what) for g in report.gaps] == [(fake.url + "/admin/v2/brokers/version", "broker version")]
+    got = files(tmp_path)
+    assert "broker-version.txt" not in got and ORDERS + "stats.json" in got   # the collection went on

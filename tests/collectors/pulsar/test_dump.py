@@ -62,7 +62,7 @@ def test_resume_skips_what_an_interrupted_attempt_stored(fake, tmp_path):
     root = tmp_path / "resumed"
     with pytest.raises(OSError):
         run(fake, root, sink=CrashingSink(root, ORDERS + "dump/12/0-1.jsonl"))
-    assert sorted(files(root)) == [ORDERS + k for k in (
+    assert sorted(files(root)) == ["broker-version.txt"] + [ORDERS + k for k in (
         "dump/10/2-3.jsonl", "dump/10/4-4.jsonl", "stats-internal.json", "stats.json",
         "subscriptions/audit%2Fsub%201/replicated-status.json", "subscriptions/orders-sub/replicated-status.json")]
     fake.requests.clear()
@@ -70,7 +70,7 @@ def test_resume_skips_what_an_interrupted_attempt_stored(fake, tmp_path):
     orders_paths = [p for p in fake.requests if "/orders/orders/" in p]
     assert sorted(orders_paths) == [ORDERS_ENTRY + f"12/entry/{e}" for e in range(4)]  # nothing stored is asked again
     assert (report.counts["keys_resumed"], report.counts["chunks_resumed"], report.counts["chunks_written"]) == (
-        4, 2, 12)
+        5, 2, 12)   # the broker version and the orders topic's four files
     assert report.counts["entries_read"] == fresh.counts["entries_read"] == 25
     evidence = {k: v for k, v in files(tmp_path / "fresh").items() if k != "collection.json"}
     stored = files(root)

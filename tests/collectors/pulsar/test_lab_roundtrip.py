@@ -51,3 +51,13 @@ def test_collector_over_http_matches_direct_emission(tmp_path):
     assert http_entries == direct_entries
     assert sum(len(v) for v in http_entries.values()) == report.counts["entries_read"] > 100
     assert "lab-token" not in "".join(repr(v) for v in http_files.values())
+
+
+def test_collector_stores_the_broker_version_the_lab_cluster_runs(tmp_path):
+    world, _ = lab_world({"seed": 7, "broker_versions": {"east": "4.2.0"}}, AS_OF_MS)
+    emit_cluster(world, "east", DirSink(tmp_path / "direct"))
+    with serve_pulsar_admin(world, "east") as url:
+        cluster = PulsarCluster(name="east", source="admin", admin_url=url, namespaces=("lab/none",))
+        PulsarCollector().collect(cluster, DirSink(tmp_path / "http"), SecretResolver(environ={}))
+    assert (tmp_path / "http" / "broker-version.txt").read_bytes() == b"4.2.0"
+    assert (tmp_path / "direct" / "broker-version.txt").read_bytes() == b"4.2.0"
