@@ -71,11 +71,7 @@ def _join(src: tuple[np.ndarray, ...], tgt: tuple[np.ndarray, ...], src_taken: n
     if src_taken is not None:
         taken[:n_s] = src_taken[src[0]]
     order = np.lexsort((rows, taken, side, *cols[::-1]))   # key columns, source first, untaken first, position
-    changed = np.zeros(order.size, dtype=bool)
-    changed[0] = True
-    for c in cols:
-        s = c[order]
-        changed[1:] |= s[1:] != s[:-1]
+    changed = _key_changes(cols, order)
     starts = np.flatnonzero(changed)
     group = np.cumsum(changed) - 1
     first, last = order[starts], order[np.append(starts[1:] - 1, order.size - 1)]
@@ -85,6 +81,16 @@ def _join(src: tuple[np.ndarray, ...], tgt: tuple[np.ndarray, ...], src_taken: n
     hit = t_src != NONE
     s_seen = rows[order][(sides == 0) & (side[last][group] == 1)]
     return t_rows[hit], t_src[hit], s_seen
+
+
+def _key_changes(cols: list[np.ndarray], order: np.ndarray) -> np.ndarray:
+    """Per position of `order` (rows sorted by the key columns): whether a new key starts there."""
+    changed = np.zeros(order.size, dtype=bool)
+    changed[0] = True
+    for c in cols:
+        o = c[order]
+        changed[1:] |= o[1:] != o[:-1]
+    return changed
 
 
 def _ambiguous(src: tuple[np.ndarray, ...], tgt: tuple[np.ndarray, ...], n_s: int, n_t: int
@@ -99,11 +105,7 @@ def _ambiguous(src: tuple[np.ndarray, ...], tgt: tuple[np.ndarray, ...], n_s: in
     side = np.concatenate((np.zeros(src[0].size, np.int8), np.ones(tgt[0].size, np.int8)))
     rows = np.concatenate((src[0], tgt[0]))
     order = np.lexsort(cols[::-1])
-    changed = np.zeros(order.size, dtype=bool)
-    changed[0] = True
-    for c in cols:
-        o = c[order]
-        changed[1:] |= o[1:] != o[:-1]
+    changed = _key_changes(cols, order)
     starts = np.flatnonzero(changed)
     on_t = np.add.reduceat(side[order].astype(np.int64), starts)
     on_s = np.diff(np.append(starts, order.size)) - on_t

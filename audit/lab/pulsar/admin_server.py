@@ -204,7 +204,8 @@ def _handler(admin: _Admin, token: str | None):
             got = self.headers.get("Authorization", "")
             return hmac.compare_digest(got.encode(), f"Bearer {token}".encode())
 
-        def do_GET(self) -> None:
+        def _answer(self, route) -> None:
+            """Authorize, then answer with route(path parts) under the admin's lock (one request at a time)."""
             path = urllib.parse.urlsplit(self.path).path
             if not self._authorized():
                 page = _JETTY_PAGE.format(code=401, msg="Authentication required", uri=path)
@@ -212,20 +213,15 @@ def _handler(admin: _Admin, token: str | None):
                 return
             parts = [urllib.parse.unquote(p) for p in path.strip("/").split("/")]
             with admin.lock:
-                answer = admin.route(parts)
+                answer = route(parts)
             self._send(*answer)
 
+        def do_GET(self) -> None:
+            self._answer(admin.route)
+
         def do_POST(self) -> None:
-            path = urllib.parse.urlsplit(self.path).path
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            if not self._authorized():
-                page = _JETTY_PAGE.format(code=401, msg="Authentication required", uri=path)
-                self._send(401, "text/html;charset=iso-8859-1", page.encode("latin-1"), [])
-                return
-            parts = [urllib.parse.unquote(p) for p in path.strip("/").split("/")]
-            with admin.lock:
-                answer = admin.reset_cursor(parts, body)
-            self._send(*answer)
+            self._answer(lambda parts: admin.reset_cursor(parts, body))
 
         def _not_allowed(self) -> None:
             self._send(405, JSON, jackson({"reason": "Method Not Allowed"}), [("Allow", "GET")])
