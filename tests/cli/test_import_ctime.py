@@ -7,7 +7,7 @@ import base64
 import json
 from pathlib import Path
 
-from audit.cli.main import EXIT_CLEAN, EXIT_VIOLATIONS, main
+from audit.cli.main import EXIT_CLEAN, EXIT_INCOMPLETE, EXIT_VIOLATIONS, main
 from tests.estates import write_lab_estate
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
@@ -31,6 +31,14 @@ def test_open_ledger_of_a_default_client_is_aged_by_its_znode_ctime(tmp_path, ca
     assert main(["import", "--estate", str(estate), "--run-id", "dump", "--system", "bookkeeper",
                  "--cluster", "bk-a", "--kind", "ledger-metadata", str(tmp_path / "dump")]) == EXIT_CLEAN
     assert json.loads(capsys.readouterr().out)["stored"] == 3     # two znodes and the Stat beside one
+    # a Stat that is not one is refused at import, naming the file and the field, and not stored
+    bad = tmp_path / "bad" / "00" / "0000"
+    bad.mkdir(parents=True)
+    (bad / "L0022.stat.json").write_text('{"ctime": "yesterday"}')
+    assert main(["import", "--estate", str(estate), "--run-id", "dump2", "--system", "bookkeeper",
+                 "--cluster", "bk-a", "--kind", "ledger-metadata", str(tmp_path / "bad")]) == EXIT_INCOMPLETE
+    (rejected,) = json.loads(capsys.readouterr().out)["rejected"]
+    assert "L0022.stat.json" in rejected["reason"] and "field czxid" in rejected["reason"]
     assert main(["run", "--estate", str(estate), "--run-id", "r", "--from-raw", "dump", "--json"]) == EXIT_VIOLATIONS
     summary = json.loads(capsys.readouterr().out)
     assert summary["counts"]["by_check"] == {"bk.ledger_open_too_long": 1}

@@ -15,9 +15,9 @@ from typing import Any, Iterable, Mapping
 
 from audit.collectors.base import CollectionReport, RawSink
 from audit.formats.bookkeeper import protocol
+from audit.formats.bookkeeper.raw_evidence import DELETED_SUFFIX
 from audit.formats.errors import PayloadError
 
-DELETED_SUFFIX = ".deleted.json"
 REASON = "the ledger znode was gone when it was looked up again after the bookies were asked: deleted during " \
          "collection (retention), so its bookies' empty answers say nothing about its replicas"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from audit.contracts import ImportKind, ImportOption
+from audit.formats.bookkeeper.raw_evidence import DELETED_SUFFIX, STAT_SUFFIX
 from audit.formats.errors import PayloadError
 
 PER_BOOKIE = {"entries-of-ledger": "<ledgerId>.pb", "read-probes": "<ledgerId>.json + bookie.json"}
@@ -25,9 +26,9 @@ def _store(kind: str, redact=None):
             if kind == "ledger-metadata" and rel.endswith((STAT_SUFFIX, DELETED_SUFFIX)):
                 # beside a znode: its Stat, or the note that it was deleted during collection (no password in
                 # either, but each must have its shape)
-                problem = _stat_problem(data) if rel.endswith(STAT_SUFFIX) else _deleted_problem(data)
+                problem = _beside_znode_problem(data, str(path), rel)
                 if problem:
-                    rejected.append({"file": str(path), "reason": f"{path}: {problem}"})
+                    rejected.append({"file": str(path), "reason": problem})   # names the file
                     continue
             elif redact is not None:
                 try:
@@ -42,32 +43,19 @@ def _store(kind: str, redact=None):
     return store
 
 
-STAT_SUFFIX = ".stat.json"
-DELETED_SUFFIX = ".deleted.json"   # audit/collectors/bookkeeper/deleted.py
-STAT_FIELDS = ("czxid", "mzxid", "ctime", "mtime", "version", "cversion", "aversion", "ephemeralOwner",
-               "dataLength", "numChildren", "pzxid")
+def _beside_znode_problem(data: bytes, name: str, rel: str) -> str | None:
+    """Why a Stat or deletion note beside a znode cannot be stored (the normalizer's own parsers), or None."""
+    from audit.formats.bookkeeper.ledger_metadata import ledger_id_from_znode_path
+    from audit.formats.bookkeeper.raw_evidence import deletion_note, znode_ctime
 
-
-def _stat_problem(data: bytes) -> str | None:
-    import json
-
+    suffix = STAT_SUFFIX if rel.endswith(STAT_SUFFIX) else DELETED_SUFFIX
+    ledger_id = ledger_id_from_znode_path(rel[: -len(suffix)])
+    if ledger_id is None:
+        return f"{name}: expected ledger-metadata/<ledger znode path>{suffix}, got {rel}"
     try:
-        doc = json.loads(data)
-    except ValueError as exc:
-        return f"expected a ZooKeeper Stat as JSON, got invalid JSON ({exc})"
-    missing = [k for k in STAT_FIELDS if not isinstance(doc, dict) or not isinstance(doc.get(k), int)]
-    return f"field {missing[0]}: expected an integer (a ZooKeeper Stat)" if missing else None
-
-
-def _deleted_problem(data: bytes) -> str | None:
-    import json
-
-    try:
-        doc = json.loads(data)
-    except ValueError as exc:
-        return f"expected the collector's deletion note as JSON, got invalid JSON ({exc})"
-    if not isinstance(doc, dict) or not isinstance(doc.get("ledger_id"), int):
-        return "field ledger_id: expected an integer (the collector's deletion note)"
+        znode_ctime(data, name) if suffix == STAT_SUFFIX else deletion_note(data, name, ledger_id)
+    except PayloadError as exc:
+        return str(exc)
     return None
 
 

@@ -26,6 +26,7 @@ from typing import Any, Callable, NamedTuple
 
 from audit.collectors.base import CollectionReport, RawSink
 from audit.collectors.zkread import MultiReadFormatError, multi_read_async, quiet_kazoo_logging
+from audit.formats.bookkeeper.raw_evidence import STAT_SUFFIX
 from audit.formats.errors import PayloadError
 
 SYSTEM = "bookkeeper"
@@ -33,7 +34,6 @@ DEFAULT_LEDGERS_ROOT = "/ledgers"
 DEFAULT_WINDOW = 1000  # znodes in flight
 DEFAULT_BATCH = 100    # znodes per multiRead; 1 = one getData per znode
 LEDGER_METADATA_PREFIX = "ledger-metadata/"
-STAT_SUFFIX = ".stat.json"
 BOOKIES_KEY = "bookies/available.json"
 WHAT_METADATA = "ledger metadata"
 WHAT_BOOKIES = "bookie registrations"

@@ -10,10 +10,10 @@ from typing import Iterator
 
 from audit.domain.bookkeeper import evidence
 from audit.domain.bookkeeper.model import LedgerMetadata
-from audit.formats.bookkeeper import availability, ledger_metadata, protocol
+from audit.formats.bookkeeper import availability, ledger_metadata, protocol, raw_evidence
+from audit.formats.bookkeeper.raw_evidence import DELETED_SUFFIX, STAT_SUFFIX
 from audit.formats.bookkeeper.sniff import text_or_base64  # BookKeeper's toString convention
 from audit.formats.errors import PayloadError
-from audit.transforms.bookkeeper import decode_evidence as raw_evidence
 
 SYSTEM = "bookkeeper"
 LEDGERS, AVAILABILITY, BOOKIES, RACKS, QUARANTINE = "bk_ledgers", "bk_entry_availability", "bk_bookies", \
@@ -30,10 +30,9 @@ ZNODE, ADMIN_JSON, ENTRIES, ENTRIES_ERROR, BOOKIE_LISTS, RACKS_JSON, COLLECTION 
     "bookies-available", "bookies-racks", "collection")
 ZNODE_STAT, INDEX_AVAIL, INDEX_INVENTORY, PROBES, PROBES_BOOKIE = (
     "ledger-metadata-stat", "location-index", "location-index-inventory", "read-probes", "read-probes-bookie")
-STAT_SUFFIX = ".stat.json"
 # ledger-metadata/<znode path>.deleted.json: the znode was gone when looked up again after the bookies were asked
 # (audit/collectors/bookkeeper/deleted.py); normalize leaves the ledger out of bk_ledgers.
-DELETED_SUFFIX, ZNODE_DELETED, DELETED = ".deleted.json", "ledger-metadata-deleted", "_deleted_ledgers"
+ZNODE_DELETED, DELETED = "ledger-metadata-deleted", "_deleted_ledgers"
 Row = tuple[str, dict]
 
 
@@ -216,10 +215,7 @@ def _deleted_rows(cluster: str, rest: list[str], key: str, data: bytes) -> Itera
     ledger_id = ledger_metadata.ledger_id_from_znode_path(path)
     if ledger_id is None:
         raise PayloadError(key, "key", f"ledger-metadata/<ledger znode path>{DELETED_SUFFIX}", "/".join(rest))
-    doc = json.loads(data)
-    if not isinstance(doc, dict) or doc.get("ledger_id") != ledger_id:
-        raise PayloadError(key, "ledger_id", f"{ledger_id} (from the key)", doc.get("ledger_id")
-                           if isinstance(doc, dict) else doc)
+    raw_evidence.deletion_note(data, key, ledger_id)
     yield DELETED, {"cluster": cluster, "ledger_id": ledger_id, "source_key": key}
 
 

@@ -1,6 +1,7 @@
-"""Strict parsers of the raw evidence files issue 8 added (docs/bookkeeper/contracts.md "Raw payload kinds"):
-a ledger znode's ZooKeeper Stat, a bookie's location-index inventory, and read probes. Each returns plain values
-or raises PayloadError naming the file, the field and what was expected; decode.py turns them into rows."""
+"""Strict parsers of the raw evidence files beside the native payloads (docs/bookkeeper/contracts.md "Raw payload
+kinds"): a ledger znode's ZooKeeper Stat and deletion note, a bookie's location-index inventory, and read probes.
+Each returns plain values or raises PayloadError naming the file, the field and what was expected. The normalizer
+(audit/transforms/bookkeeper/decode.py) turns them into rows; `replaudit import` checks files with them."""
 from __future__ import annotations
 
 import json
@@ -9,6 +10,9 @@ from typing import Any
 
 from audit.formats.errors import MISSING, PayloadError
 
+# Beside a ledger znode's payload under ledger-metadata/: its Stat, and the note that it was deleted during
+# collection (audit/collectors/bookkeeper/deleted.py).
+STAT_SUFFIX, DELETED_SUFFIX = ".stat.json", ".deleted.json"
 # ZooKeeper's Stat fields (org.apache.zookeeper.data.Stat), as the collectors store them.
 STAT_FIELDS = ("czxid", "mzxid", "ctime", "mtime", "version", "cversion", "aversion", "ephemeralOwner",
                "dataLength", "numChildren", "pzxid")
@@ -53,6 +57,13 @@ def znode_ctime(data: bytes, key: str) -> int | None:
     for f in STAT_FIELDS:
         _int(doc, key, f)
     return doc["ctime"] if doc["ctime"] > 0 else None
+
+
+def deletion_note(data: bytes, key: str, ledger_id: int) -> None:
+    """Checks a `<znode path>.deleted.json` note: a JSON object naming `ledger_id` (the ledger of its path)."""
+    doc = _object(data, key, "deletion note {ledger_id, checked_at_ms, reason}")
+    if doc.get("ledger_id", MISSING) != ledger_id:
+        raise PayloadError(key, "ledger_id", f"{ledger_id} (from the key)", doc.get("ledger_id", MISSING))
 
 
 def _bookie(doc: dict, key: str, bookie: str, evidence: str) -> None:
