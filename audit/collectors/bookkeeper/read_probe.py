@@ -32,12 +32,12 @@ from audit.collectors.bookkeeper.bookie_client import (CLOSED, PROTOCOL_ERROR, T
 from audit.domain.bookkeeper.model import LedgerMetadata
 from audit.domain.bookkeeper.verification import FULL_SHARE, iter_ledger_probes
 from audit.formats.bookkeeper import protocol
+from audit.formats.bookkeeper.raw_evidence import ABSENT_STATUSES  # the bookie said it does not have the entry
 from audit.formats.errors import PayloadError
 
 SYSTEM = "bookkeeper"
 PROBES_PREFIX = "read-probes/"
 EVIDENCE = "read_probe"
-ABSENT_STATUSES = ("ENOENTRY", "ENOLEDGER")  # the bookie answered that it does not have the entry
 READ_CHUNK = 1 << 16
 
 
@@ -83,12 +83,24 @@ class _LedgerProbes:
             self.failed[status].append(entry_id)
 
     def to_json(self) -> bytes:
-        return json.dumps({
-            "ledger_id": self.ledger_id, "share_percent": self.share_percent, "probed": self.probed,
-            "present": _ranges(sorted(self.present)),
-            "absent": {s: sorted(ids) for s, ids in self.absent.items()},
-            "failed": {kind: sorted(ids) for kind, ids in sorted(self.failed.items())},
-        }, sort_keys=True).encode()
+        return probe_file(self.ledger_id, self.share_percent, self.probed, self.present, self.absent, self.failed)
+
+
+def probe_file(ledger_id: int, share_percent: int, probed: int, present: Iterable[int],
+               absent: Mapping[str, Iterable[int]], failed: Mapping[str, Iterable[int]]) -> bytes:
+    """The bytes of `read-probes/<bookie>/<ledgerId>.json` (the lab writes the same for its silent bookies)."""
+    return json.dumps({
+        "ledger_id": ledger_id, "share_percent": share_percent, "probed": probed,
+        "present": _ranges(sorted(present)),
+        "absent": {s: sorted(ids) for s, ids in absent.items()},
+        "failed": {kind: sorted(ids) for kind, ids in sorted(failed.items())},
+    }, sort_keys=True).encode()
+
+
+def bookie_file(bookie: str, share_percent: int, reason: str) -> bytes:
+    """The bytes of `read-probes/<bookie>/bookie.json`: why the bookie was probed, and at which share."""
+    return json.dumps({"bookie": bookie, "evidence": EVIDENCE, "share_percent": share_percent, "reason": reason},
+                      sort_keys=True).encode()
 
 
 def _ranges(ids: list[int]) -> list[list[int]]:
@@ -151,9 +163,8 @@ class _BookieProbe:
         self._maybe_write(state)
 
     async def run(self) -> None:
-        self.sink.put(f"{PROBES_PREFIX}{self.bookie}/bookie.json", json.dumps(
-            {"bookie": self.bookie, "evidence": EVIDENCE, "share_percent": self.cfg.share_percent,
-             "reason": self.reason}, sort_keys=True).encode())
+        self.sink.put(f"{PROBES_PREFIX}{self.bookie}/bookie.json",
+                      bookie_file(self.bookie, self.cfg.share_percent, self.reason))
         try:
             host, port = bookie_address(self.bookie, self.addresses)
         except BookieAddressError as e:

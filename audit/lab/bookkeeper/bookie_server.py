@@ -34,28 +34,16 @@ def entry_body(ledger_id: int, entry_id: int) -> bytes:
 
 
 class LabBookie:
-    """One lab bookie's answers. The simulation is finished when it is served, so each ledger's entries are
-    looked up once and kept as a set (read probes ask many entries of the same ledgers)."""
+    """One lab bookie's answers, from the finished simulation."""
 
     def __init__(self, lab, bookie: str, before_first_answer: Callable[[], None] | None = None):
         self.lab, self.bookie, self.before_first_answer = lab, bookie, before_first_answer
         self.lists = lab.storage(bookie) != DB_LEDGER_STORAGE
-        self._held: dict[int, frozenset[int] | None] = {}
-
-    def held(self, ledger_id: int) -> frozenset[int] | None:
-        if ledger_id not in self._held:
-            entries = self.lab.entries_on(self.bookie, ledger_id)
-            self._held[ledger_id] = None if entries is None else frozenset(entries)
-        return self._held[ledger_id]
 
     def answer(self, req) -> bytes | None:
         """The Response body for a request, or None when the bookie stays silent."""
         if isinstance(req, protocol.ReadEntryRequest):
-            held = self.held(req.ledger_id)
-            if held is None:
-                status = "ENOLEDGER"
-            else:
-                status = "EOK" if req.entry_id in held else "ENOENTRY"
+            status = self.lab.read_status(self.bookie, req.ledger_id, req.entry_id)
             body = entry_body(req.ledger_id, req.entry_id) if status == "EOK" else None
             return protocol.encode_read_response(req.txn_id, req.ledger_id, req.entry_id, status, body)
         if not self.lists:

@@ -103,6 +103,12 @@ class BookKeeperLab:
             raise KeyError(f"unknown lab bookie {bookie!r}")
         return self.state.cluster.evidence[bookie]
 
+    def read_status(self, bookie: str, ledger_id: int, entry_id: int) -> str:
+        """What the bookie answers a ReadRequest with (ReadEntryProcessorV3): EOK, ENOENTRY when it knows the
+        ledger but not the entry, ENOLEDGER when it holds nothing of the ledger."""
+        held = self.state.cluster.entries(bookie, ledger_id)   # the simulation's set: no copy per read
+        return "ENOLEDGER" if not held else "EOK" if entry_id in held else "ENOENTRY"
+
     def holdings(self, bookie: str) -> dict[int, list[int]]:
         """{ledger id: entry ids ascending} of every ledger the bookie stores something of."""
         return {lid: sorted(held) for lid, held in sorted(self.state.cluster.store[bookie].items()) if held}

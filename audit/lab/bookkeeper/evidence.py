@@ -18,7 +18,6 @@ from audit.lab.bookkeeper.config import LOCATION_INDEX, READ_PROBE
 UNREACHABLE = "unreachable"
 # Loopback bookies answer at once: the collector knows a DbLedgerStorage bookie after this long without a list.
 LIST_PROBE_TIMEOUT_S = 0.3
-ABSENT_STATUSES = ("ENOENTRY", "ENOLEDGER")
 
 
 def _json(value: Any) -> bytes:
@@ -83,15 +82,17 @@ class _AsOnTheHost:
 
 
 def _read_probes(lab, bookie: str, ledgers: list[int], sink) -> None:
+    from audit.collectors.bookkeeper.read_probe import bookie_file, probe_file
     from audit.domain.bookkeeper.verification import iter_ledger_probes
+    from audit.formats.bookkeeper.raw_evidence import ABSENT_STATUSES
 
     share = lab.config.read_probe_percent
     if not ledgers:
         return  # never asked, so never found silent
-    sink.put(f"read-probes/{bookie}/bookie.json", _compact({
-        "bookie": bookie, "evidence": READ_PROBE, "share_percent": share,
-        "reason": f"GetListOfEntriesOfLedger unanswered within {LIST_PROBE_TIMEOUT_S} s while a ReadRequest was "
-                  f"answered ({_read_status(lab, bookie, min(ledgers), 0)}): DbLedgerStorage, apache/bookkeeper#2078"}))
+    first = lab.read_status(bookie, min(ledgers), 0)   # the read that told the collector the bookie is alive
+    sink.put(f"read-probes/{bookie}/bookie.json", bookie_file(
+        bookie, share, f"GetListOfEntriesOfLedger unanswered within {LIST_PROBE_TIMEOUT_S} s while a ReadRequest "
+                       f"was answered ({first}): DbLedgerStorage, apache/bookkeeper#2078"))
     for lid in ledgers:
         md = lab.metadata(lid)
         if md.state != CLOSED or md.last_entry_id < 0:
@@ -100,28 +101,6 @@ def _read_probes(lab, bookie: str, ledgers: list[int], sink) -> None:
         absent: dict[str, list[int]] = {s: [] for s in ABSENT_STATUSES}
         present = []
         for e in probed:
-            status = _read_status(lab, bookie, lid, e)
+            status = lab.read_status(bookie, lid, e)
             (present if status == "EOK" else absent[status]).append(e)
-        sink.put(f"read-probes/{bookie}/{lid}.json", _compact({
-            "ledger_id": lid, "share_percent": share, "probed": len(probed), "present": _ranges(present),
-            "absent": absent, "failed": {}}))
-
-
-def _read_status(lab, bookie: str, ledger_id: int, entry_id: int) -> str:
-    """What the bookie answers a ReadRequest with (ReadEntryProcessorV3)."""
-    held = lab.entries_on(bookie, ledger_id)
-    return "ENOLEDGER" if held is None else "EOK" if entry_id in held else "ENOENTRY"
-
-
-def _compact(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True).encode()
-
-
-def _ranges(ids: list[int]) -> list[list[int]]:
-    out: list[list[int]] = []
-    for e in ids:
-        if out and out[-1][1] == e - 1:
-            out[-1][1] = e
-        else:
-            out.append([e, e])
-    return out
+        sink.put(f"read-probes/{bookie}/{lid}.json", probe_file(lid, share, len(probed), present, absent, {}))
