@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import tempfile
-from typing import Any
 
 from audit.domain.bookkeeper.model import CLOSED
 from audit.lab.bookkeeper.config import LOCATION_INDEX, READ_PROBE
@@ -18,10 +17,6 @@ from audit.lab.bookkeeper.config import LOCATION_INDEX, READ_PROBE
 UNREACHABLE = "unreachable"
 # Loopback bookies answer at once: the collector knows a DbLedgerStorage bookie after this long without a list.
 LIST_PROBE_TIMEOUT_S = 0.3
-
-
-def _json(value: Any) -> bytes:
-    return json.dumps(value, indent=2, sort_keys=True).encode()
 
 
 def emit_bookie_evidence(lab, sink) -> None:
