@@ -38,7 +38,6 @@ _STATS = struct(("cluster", S), ("ledger_id", L), ("znode_ctime", L), ("source_k
 # Every decoded row goes into one wide row tagged with its table, so the files are read and decoded once.
 _DELETED = struct(("cluster", S), ("ledger_id", L), ("source_key", S))
 _DECODED = tagged("table", (LEDGERS, AVAILABILITY, BOOKIES, BOOKIE_EVIDENCE, _STATS, _DELETED, QUARANTINE))
-TABLES = ("bk_ledgers", "bk_entry_availability", "bk_bookies", "bk_bookie_evidence")
 ZNODE_FORMATS_WITH_STAT_CTIME = (2, 3)    # v1 metadata never takes the znode's ctime
 
 
