@@ -47,9 +47,11 @@ audit: setup
 test: setup system-deps
 	$(BIN)/pytest
 
-## scorecard: twenty lab BookKeeper clusters (one per seed) audited in one run; the lab scorecard per seed
+## scorecard: twenty lab BookKeeper clusters (one per seed) audited in one run, then twenty lab Pulsar worlds under
+## continuous traffic (one per seed) in another; the lab scorecard per seed
 scorecard: setup
 	$(BIN)/replaudit demo --estate audit/lab/estate-seeds.yaml
+	$(BIN)/replaudit demo --estate audit/lab/estate-pulsar-seeds.yaml
 
 ## bench: benchmarks (not part of test); prints a table, writes bench/results.json
 bench: setup system-deps

@@ -84,6 +84,20 @@ class CollectRequest:
 
 
 @dataclass(frozen=True)
+class RereadRequest:
+    """What a system's `reread` gets once every cluster of the system is collected: its clusters (validated models,
+    in estate order) and, per cluster name, a sink rooted at raw/<system>/<cluster>/ (new keys only: what the
+    collection stored is never replaced) and the keys its collection stored (relative to that folder)."""
+
+    clusters: tuple
+    sink_for: Callable[[str], Any]
+    collected: Callable[[str], list]
+    secrets: Any
+    as_of_ms: int
+    thresholds: Any
+
+
+@dataclass(frozen=True)
 class AuditRequest:
     """What a system's `audit` job gets besides Spark and the folders."""
 
@@ -151,4 +165,8 @@ class System:
     validate_tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # GX table -> (area, folder)
     plan_repairs: Callable[[RunOutputs], tuple[list[dict], list[dict]]] | None = None  # -> (plans, errors)
     benches: tuple[str, ...] = ()             # bench modules (`make bench`)
+    # After every cluster is collected: read again, close together across clusters, what kept moving while they
+    # were collected one after another (e.g. cursors), so the audit can tell progress between reads from a fault.
+    # -> {cluster: CollectionReport}; None: the system's evidence does not move (nothing to reread)
+    reread: Callable[[RereadRequest], Mapping[str, Any]] | None = None
     docs: str = ""                            # where its documentation starts

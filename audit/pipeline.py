@@ -127,6 +127,47 @@ def collect_cluster(ctx: RunContext, system: str, name: str) -> dict:
         st.cleanup()
 
 
+REREAD_KEY = "reread.json"   # per cluster, beside collection.json: the reread's CollectionReport
+
+
+def _stored_keys(ctx: RunContext, area: str, *parts: str) -> list[str]:
+    prefix = ctx.writer.key(area, *parts) + "/"
+    return [k[len(prefix):] for k in ctx.store.list(prefix)]
+
+
+def reread(ctx: RunContext, system: str) -> dict:
+    """A system's reread (contracts.System.reread) once all its clusters are collected. Done once per attempt: a
+    cluster that already holds its reread.json is not read again (evidence is never replaced)."""
+    from audit import systems
+    from audit.collectors.base import CollectionReport, CoverageGap, DirSink
+    from audit.contracts import RereadRequest
+
+    s = systems.get(system)
+    clusters = tuple(ctx.estate.clusters(system))
+    if s.reread is None or not clusters:
+        return {}
+    if all(ctx.store.exists(ctx.writer.key("raw", system, c.name, REREAD_KEY)) for c in clusters):
+        return {"reread": "already done"}
+    st = ctx.staging(f"reread-{system}")
+    try:
+        try:
+            reports = dict(s.reread(RereadRequest(
+                clusters, lambda name: DirSink(st.dir("raw", system, name)),
+                lambda name: _stored_keys(ctx, "raw", system, name), ctx.secrets, ctx.as_of_ms,
+                ctx.estate.thresholds)))
+        except Exception as exc:  # not reread: the audit judges by the collection alone and says so
+            log.exception("reread %s failed", system)
+            reports = {c.name: CollectionReport(system=system, cluster=c.name, counts={}, gaps=[CoverageGap(
+                source=f"{system}/{c.name}", what="reread", error=f"{type(exc).__name__}: {exc}")])
+                for c in clusters}
+        for name, report in reports.items():
+            (st.dir("raw", system, name) / REREAD_KEY).write_text(report.to_json())
+        return {name: len(report.gaps) for name, report in reports.items()}
+    finally:
+        st.commit()
+        st.cleanup()
+
+
 # -- spark stages, per system ---------------------------------------------------------------
 def _systems(ctx: RunContext, system: str | None) -> list:
     from audit import systems
@@ -212,6 +253,7 @@ def report(ctx: RunContext) -> dict:
         st.fetch("raw", "_lab")
         for c in list_clusters(ctx):
             st.fetch_file("raw", c["system"], c["name"], "collection.json")
+            st.fetch_file("raw", c["system"], c["name"], REREAD_KEY)
         # Where a person opens the report: the store URI plus the key (a local path for file:// stores).
         report_prefix = ctx.estate.store.uri.rstrip("/") + "/" + ctx.writer.key("reports") + "/"
         summary = build_run_report(st.root, estate=ctx.estate.name, run_id=ctx.run_id,
@@ -243,6 +285,8 @@ def run_all(estate_file: str, run_id: str | None = None, from_raw: str | None = 
     else:
         for c in list_clusters(ctx):
             collect_cluster(ctx, c["system"], c["name"])
+        for s in list_systems(ctx):
+            reread(ctx, s)
     for stage in (normalize, audit):
         for s in list_systems(ctx):
             try:

@@ -1,4 +1,4 @@
-"""Nightly audit: collect per cluster -> normalize and audit per system -> validate -> report -> alert.
+"""Nightly audit: collect per cluster -> reread, normalize and audit per system -> validate -> report -> alert.
 
 Importing this file has no side effects: all work (and heavy imports) happens inside the tasks.
 The tasks call the same stage functions as `replaudit run` (audit/pipeline.py). Collection is mapped over the
@@ -73,6 +73,12 @@ def replaudit_nightly_audit():
         return pipeline.list_systems(pipeline.RunContext.from_xcom(run))
 
     @task
+    def reread(run: dict, system: str) -> dict:
+        from audit import pipeline
+
+        return compact(pipeline.reread(pipeline.RunContext.from_xcom(run), system))
+
+    @task
     def normalize(run: dict, system: str) -> dict:
         from audit import pipeline
 
@@ -86,8 +92,9 @@ def replaudit_nightly_audit():
 
     @task_group(prefix_group_id=False)
     def per_system(run: dict, system: str):
-        """One system's Spark stages; each system is one mapped instance of this group."""
-        normalize(run, system) >> audit(run, system)
+        """One system's stages once every cluster is collected (reread: what moved while the clusters were collected
+        one after another, read again close together), then Spark; each system is one mapped instance."""
+        reread(run, system) >> normalize(run, system) >> audit(run, system)
 
     def stage(name: str):
         """validate, report (publishes the run), alert: once, after every system's group."""

@@ -85,6 +85,9 @@ def cmd_collect(args) -> int:
     ctx = pipeline.start_run(args.estate, args.run_id)
     reports = [pipeline.collect_cluster(ctx, c["system"], c["name"]) for c in pipeline.list_clusters(ctx)
                if not args.cluster or c["name"] in args.cluster]
+    if not args.cluster:   # a partial collection leaves the reread to a later full one
+        for system in pipeline.list_systems(ctx):
+            pipeline.reread(ctx, system)
     gaps = [g for r in reports for g in r.get("gaps", [])]
     ctx.writer.publish({"status": "collected", "collection": reports})
     print_json({"run_id": ctx.run_id, "collection": reports})

@@ -119,11 +119,25 @@ class PulsarCluster(Record):
     @classmethod
     def check_section(cls, clusters: Sequence["PulsarCluster"]) -> None:
         """Rules over the whole `systems.pulsar` list (called by the estate loader)."""
-        labs = {repr(sorted((c.lab or {}).items())) for c in clusters if c.source == "lab"}
-        if len(labs) > 1:
-            # Lab clusters are views of one simulated world: they must agree on how it is built.
-            raise rule_error("the same lab mapping on every lab cluster (they are views of one simulated world)",
-                             f"{len(labs)} different lab mappings")
+        # Lab clusters with the same mapping are views of one simulated world. Several worlds may share an estate
+        # (one per lab seed), as long as each names its clusters and no two worlds name the same one: a replicator
+        # of one world must never point at a cluster of another.
+        worlds: dict[str, dict] = {}
+        for c in clusters:
+            if c.source == "lab":
+                worlds.setdefault(repr(sorted((c.lab or {}).items(), key=lambda kv: kv[0])), dict(c.lab or {}))
+        if len(worlds) > 1:
+            named: dict[str, int] = {}
+            for i, lab in enumerate(worlds.values()):
+                names = lab.get("clusters")
+                if not isinstance(names, (list, tuple)) or not names:
+                    raise rule_error("the same lab mapping on every lab cluster of a world, and lab.clusters in "
+                                     "each mapping when the estate holds several worlds (different mappings)",
+                                     f"{len(worlds)} different lab mappings, one without clusters: {show(lab)}")
+                for name in names:
+                    if named.setdefault(str(name), i) != i:
+                        raise rule_error("lab worlds with distinct cluster names (lab.clusters)",
+                                         f"{name!r} in two lab worlds")
 
 
 @record

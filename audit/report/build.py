@@ -1,7 +1,7 @@
 """Assemble a run's reports from what the earlier stages staged: summary.json, report.html, repair_plan.json.
 
 Reads small Parquet outputs with pyarrow (no Spark needed), the GX outcome (reports/validation.json), the
-collectors' coverage (raw/<system>/<cluster>/collection.json), the failed jobs (reports/stages/*.json) and, for
+collectors' coverage (raw/<system>/<cluster>/collection.json and reread.json), the failed jobs (reports/stages/*.json) and, for
 the lab, its ground truth. Everything a system adds -- its summary keys, HTML fragment, lab scorecard rules and
 dry-run repair plans -- comes from the declared systems' records (audit.contracts.System): nothing here names
 a system.
@@ -64,7 +64,7 @@ def read_rows(path: Path | str, columns: Iterable[str] | None = None) -> list[di
 
 def _coverage(root: Path) -> list[dict]:
     gaps = []
-    for f in sorted((root / "raw").glob("*/*/collection.json")):
+    for f in sorted([*(root / "raw").glob("*/*/collection.json"), *(root / "raw").glob("*/*/reread.json")]):
         report = json.loads(f.read_text())
         gaps += [{"system": report["system"], "cluster": report["cluster"], **g} for g in report.get("gaps", [])]
     for q in read_rows(root / "tables" / "quarantine"):

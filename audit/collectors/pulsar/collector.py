@@ -6,13 +6,16 @@ Per topic (a partition is a topic), under `topics/<tenant>/<namespace>/<topic>/`
   subscriptions/<percent-encoded sub>/replicated-status.json   GET .../subscription/{sub}/replicatedSubscriptionStatus
                        (replicated subscriptions only)
   dump/<L>/<first>-<last>.jsonl, dump.json   the per-entry dump of the window (dump.py)
-and per cluster `broker-version.txt` (GET /admin/v2/brokers/version: the answering broker's version, bare text
-under a JSON Content-Type, audit/formats/pulsar/broker_version.py) and `collection.json` (the CollectionReport).
-Bodies are stored byte for byte.
+Beside each of the first three bodies, `<key>.read.json` says when it was read (the URL, the instant the request
+was sent and the instant the answer came, audit/formats/pulsar/read_instant.py): clusters are collected minutes
+apart, and the audit orders their reads by these instants. Per cluster `broker-version.txt`
+(GET /admin/v2/brokers/version: the answering broker's version, bare text under a JSON Content-Type,
+audit/formats/pulsar/broker_version.py) and `collection.json` (the CollectionReport). Bodies are stored byte for byte.
 
 Remote failures become CoverageGaps and the collection goes on; only a broken configuration raises (a missing
 token secret raises SecretError). Resuming: keys an earlier attempt stored are not asked for again; a stored
-stats-internal.json is decoded again so the window, and with it every chunk key, is the same.
+stats-internal.json is decoded again so the window, and with it every chunk key, is the same; its read instant
+is the one stored with it (a body stored without one keeps none: an instant is never made up).
 """
 from __future__ import annotations
 
@@ -25,12 +28,13 @@ from typing import Any, Callable
 from audit.collectors.base import CollectionReport, Collector, CoverageGap, RawSink
 from audit.collectors.pulsar.admin_client import AdminClient, RetryPolicy, quote
 from audit.collectors.pulsar.discovery import TopicName, discover_topics
-from audit.collectors.pulsar.dump import DUMP_KEY, DumpSettings, TopicDump, stored
+from audit.collectors.pulsar.dump import DUMP_KEY, DumpSettings, TopicDump, stored, wall_ms
 from audit.collectors.pulsar.reader import PulsarClientReaderSource, ReaderSource
 from audit.collectors.pulsar.dump_window import plan_window, replicated_subscriptions
 from audit.config.pulsar import PulsarCluster
 from audit.config.secrets import SecretResolver
 from audit.formats.errors import PayloadError
+from audit.formats.pulsar.read_instant import READ_SUFFIX, encode_read_instant
 from audit.formats.pulsar.stats import TopicStats, decode_topic_stats
 from audit.formats.pulsar.stats_internal import StatsInternal, decode_stats_internal
 
@@ -82,14 +86,17 @@ class PulsarCollector(Collector):
     system = "pulsar"
 
     def __init__(self, *, sleep: Callable[[float], None] = time.sleep, retry_attempts: int = 5,
-                 retry_base_delay_s: float = 0.5, reader: ReaderSource | None = None, progress_every: int = 10):
+                 retry_base_delay_s: float = 0.5, reader: ReaderSource | None = None, progress_every: int = 10,
+                 now_ms: Callable[[], int] = wall_ms):
         """`sleep` and the retry knobs shape the backoff for moving topics (tests pass a no-op sleep).
         `reader` replaces the admin endpoint for data messages (reader.py); without it, `dump.mode: reader`
-        builds a pulsar-client Reader from the cluster's `service_url`. `cluster` is the estate's validated
-        PulsarCluster: its values are not checked again here."""
+        builds a pulsar-client Reader from the cluster's `service_url`. `now_ms` is the clock of the read instants
+        (tests pass a counter). `cluster` is the estate's validated PulsarCluster: its values are not checked
+        again here."""
         self._retry = RetryPolicy(attempts=retry_attempts, base_delay_s=retry_base_delay_s, sleep=sleep)
         self._reader = reader
         self._progress_every = progress_every
+        self._now_ms = now_ms
 
     def collect(self, cluster: PulsarCluster, sink: RawSink, secrets: SecretResolver) -> CollectionReport:
         check_cluster(cluster)
@@ -106,7 +113,7 @@ class PulsarCollector(Collector):
             for topic in topics:
                 if client.unauthorized is not None:
                     break
-                _TopicCollection(client, topic, sink, settings, reader, report).run()
+                _TopicCollection(client, topic, sink, settings, reader, report, self._now_ms).run()
             if client.unauthorized is not None:
                 # 401 = the token itself is refused: every further request would fail the same way.
                 report.gap(cluster.admin_url, "admin API (collection stopped)", client.unauthorized.error or "HTTP 401")
@@ -146,13 +153,21 @@ def _broker_version(client: AdminClient, sink: RawSink, report: CollectionReport
     report.count("keys_stored")
 
 
+def store_read_instant(sink: RawSink, key: str, url: str, requested_ms: int, answered_ms: int) -> None:
+    """`<key>.read.json` beside a body just stored. Written after the body: an attempt killed in between leaves a
+    body without an instant, and a resumed attempt does not make one up (the read happened earlier)."""
+    sidecar = key + READ_SUFFIX
+    if stored(sink, sidecar) is None:
+        sink.put(sidecar, encode_read_instant(url, requested_ms, answered_ms))
+
+
 class _TopicCollection:
     """stats-internal, stats, replicated-subscription status and the dump of one topic."""
 
     def __init__(self, client: AdminClient, topic: TopicName, sink: RawSink, settings: DumpSettings,
-                 reader: ReaderSource | None, report: CollectionReport):
+                 reader: ReaderSource | None, report: CollectionReport, now_ms: Callable[[], int] = wall_ms):
         self.client, self.topic, self.sink, self.settings = client, topic, sink, settings
-        self.reader, self.report = reader, report
+        self.reader, self.report, self.now_ms = reader, report, now_ms
         self.prefix = topic.folder + "/"
 
     def _fetch(self, suffix: str, key: str, what: str, unavailable=None) -> tuple[bytes | None, str]:
@@ -163,7 +178,9 @@ class _TopicCollection:
         if body is not None:
             self.report.count("keys_resumed")
             return body, url
+        requested = self.now_ms()
         resp = self.client.get(self.topic.path(suffix))
+        answered = self.now_ms()
         if resp.error is not None and unavailable is not None and unavailable(resp):
             self.report.count("replicated_status_unavailable")
             log.info("%s: %s not available on this broker (%s)", resp.url, what, resp.error)
@@ -173,6 +190,7 @@ class _TopicCollection:
             return None, url
         self.sink.put(self.prefix + key, resp.body)  # stored even when it will not decode: it is the evidence
         self.report.count("keys_stored")
+        store_read_instant(self.sink, self.prefix + key, self.client.redact(resp.url), requested, answered)
         return resp.body, url
 
     def _decode(self, body: bytes | None, source: str, what: str, decode):
@@ -203,8 +221,8 @@ class _TopicCollection:
             self.report.count("dumps_resumed_complete")
             return
         window = plan_window(si, subscriptions)
-        outcome = TopicDump(self.client, self.topic, self.sink, self.prefix, self.settings, self.reader).run(
-            window, self.report)
+        outcome = TopicDump(self.client, self.topic, self.sink, self.prefix, self.settings, self.reader,
+                            self.now_ms).run(window, self.report)
         counts = {"entries_read": outcome.read, "entries_failed": outcome.failed,
                   "entries_not_fetched": outcome.not_fetched, "entries_from_reader": outcome.from_reader,
                   "chunks_written": outcome.chunks_written, "chunks_resumed": outcome.chunks_resumed,

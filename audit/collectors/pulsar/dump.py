@@ -6,6 +6,9 @@ reader.py) with at most `concurrency` requests in flight. A chunk is written onc
 answered, one line per position in position order, so a chunk key present in the sink is complete: a later
 attempt skips it ("resumed") and re-counts its lines instead of asking the broker again. Positions that were
 not read get a "not read" line and, aggregated per contiguous run with the same error, one CoverageGap each.
+dump.json also says when this attempt read entries: `read_started_at_ms` (before the first chunk it fetched)
+and `read_finished_at_ms` (after the last one), null when every chunk was resumed. Entries never change once
+written, so these instants only tell how long the dump took; the window's instant is its stats-internal read.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import base64
 import json
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
@@ -36,6 +40,11 @@ def stored(sink: RawSink, key: str) -> bytes | None:
     if exists is None or not exists(key):
         return None
     return sink.path_for(key).read_bytes()
+
+
+def wall_ms() -> int:
+    """Milliseconds since the epoch: the instants of dump.json and of the read.json sidecars (collector.py)."""
+    return time.time_ns() // 1_000_000
 
 
 def _line(doc: dict) -> bytes:
@@ -75,6 +84,8 @@ class DumpOutcome:
     chunks_written: int = 0
     chunks_resumed: int = 0
     from_reader: int = 0
+    read_started_at_ms: int | None = None    # this attempt's first chunk request (None: nothing read now)
+    read_finished_at_ms: int | None = None   # this attempt's last chunk answer
     gaps: list[tuple[str, str]] = field(default_factory=list)  # (source, error) per aggregated run
 
 
@@ -105,9 +116,10 @@ class TopicDump:
     """Dumps one topic's window into `sink` under `prefix` (the topic folder + "/")."""
 
     def __init__(self, client: AdminClient, topic: TopicName, sink: RawSink, prefix: str,
-                 settings: DumpSettings, reader: ReaderSource | None = None):
+                 settings: DumpSettings, reader: ReaderSource | None = None,
+                 now_ms: Callable[[], int] | None = None):
         self.client, self.topic, self.sink, self.prefix = client, topic, sink, prefix
-        self.settings, self.reader = settings, reader
+        self.settings, self.reader, self.now_ms = settings, reader, now_ms or wall_ms
         self._gone = threading.Event()  # the topic stayed unavailable through every retry: stop asking
         self._gone_error = ""
 
@@ -151,7 +163,11 @@ class TopicDump:
                     if feed is not None:
                         feed.take(chunk.start, chunk.end)  # move the reader past it
                 else:
+                    started = self.now_ms()
                     data = self._fetch_chunk(chunk, pool, feed, outcome)
+                    if outcome.read_started_at_ms is None:
+                        outcome.read_started_at_ms = started
+                    outcome.read_finished_at_ms = self.now_ms()
                     if data is None:  # the topic went away: a chunk is written complete or not at all
                         abandoned = chunks[i - 1:]
                         break
@@ -215,5 +231,6 @@ class TopicDump:
                "ledgers": [{"ledger_id": sp.ledger_id, "entries": sp.count} for sp in window.spans],
                "entries_expected": window.count, "entries_read": outcome.read, "entries_failed": outcome.failed,
                "entries_not_fetched": outcome.not_fetched, "complete": outcome.read == window.count,
-               "reason": "; ".join(reasons) or "every position in the window was read"}
+               "reason": "; ".join(reasons) or "every position in the window was read",
+               "read_started_at_ms": outcome.read_started_at_ms, "read_finished_at_ms": outcome.read_finished_at_ms}
         self.sink.put(self.prefix + DUMP_KEY, json.dumps(doc, indent=2).encode() + b"\n")

@@ -6,12 +6,15 @@ or by the collector elsewhere, into raw/pulsar/<cluster>/, the collector's own l
              T/subscriptions/<sub>/replicated-status.json    --kind replicated-status --subscription S
              T/dump/<L>/<first>-<last>.jsonl                 --kind dump (a folder of <L>/<first>-<last>.jsonl)
              T/dump.json             --kind dump-window      (the dump window and its outcome)
-             the whole folder T      --kind topic-folder
+             the whole folder T      --kind topic-folder     (also the `.read.json` read instants beside
+                                                               stats-internal.json, stats.json and
+                                                               replicated-status.json, and the rereads
+                                                               T/rereads/<n>/stats-internal.json[.read.json])
   per cluster collection.json        --kind collection-report
              broker-version.txt      --kind broker-version   (pulsar-admin brokers version, or curl of
                                                                /admin/v2/brokers/version)
              the whole folder raw/pulsar/<cluster>/          --kind cluster-folder (topics/..., collection.json,
-                                                               broker-version.txt)
+                                                               broker-version.txt, reread.json)
 
 Every file is decoded before it is stored, with the decoder normalize uses (strictly: a dump chunk must hold one
 line per position of its key); a file that does not decode is rejected with the reason (file, field, what was
@@ -19,6 +22,7 @@ expected) and nothing of it is stored. Evidence is never replaced: a key already
 an existing run carries that run's evidence) or stored twice by one import is rejected too."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Callable
 from urllib.parse import quote
@@ -30,8 +34,11 @@ TOPIC = ImportOption("topic", "persistent://tenant/namespace/topic, for Pulsar k
 SUBSCRIPTION = ImportOption("subscription", "subscription name, for replicated-status")
 SYSTEM = "pulsar"
 BROKER_VERSION_FILE = "broker-version.txt"   # collector.py BROKER_VERSION_KEY (not imported: no HTTP stack here)
+REREAD_REPORT_FILE = "reread.json"           # pipeline.py REREAD_KEY: the reread stage's report of the cluster
 TOPIC_FILES = ("stats-internal.json, stats.json, dump.json, subscriptions/<percent-encoded subscription>/"
-               "replicated-status.json or dump/<ledgerId>/<firstEntryId>-<lastEntryId>.jsonl")
+               "replicated-status.json, dump/<ledgerId>/<firstEntryId>-<lastEntryId>.jsonl, rereads/<n>/"
+               "stats-internal.json, or <one of the JSON bodies but dump.json>.read.json")
+_REREAD = re.compile(r"rereads/[1-9][0-9]*/stats-internal\.json")
 
 
 def topic_folder(topic: str | None) -> str:
@@ -80,6 +87,12 @@ def _window(data: bytes, source: str, topic: str, below: str) -> None:
     decode_dump_window(data, source, topic)
 
 
+def _read_instant(data: bytes, source: str, topic: str, below: str) -> None:
+    from audit.formats.pulsar.read_instant import decode_read_instant
+
+    decode_read_instant(data, source)
+
+
 def _collection(data: bytes, source: str, cluster: str) -> None:
     """The CollectionReport (audit/collectors/base.py) of this system and cluster."""
     from audit.formats.pulsar import jsonbody as jb
@@ -110,8 +123,13 @@ def _broker_version(data: bytes, source: str) -> None:
 # -- layout ---------------------------------------------------------------------------------------------------
 def _classify(below: str) -> Callable | None:
     """The validator of a path below a topic folder, or None when the collector writes no such file."""
+    from audit.formats.pulsar.read_instant import READ_SUFFIX
+
     parts = below.split("/")
-    if below == "stats-internal.json":
+    if below.endswith(READ_SUFFIX):   # a read instant, beside a body that has one (not a dump or dump.json)
+        body = below.removesuffix(READ_SUFFIX)
+        return _read_instant if _classify(body) in (_stats_internal, _stats, _status) else None
+    if below == "stats-internal.json" or _REREAD.fullmatch(below):
         return _stats_internal
     if below == "stats.json":
         return _stats
@@ -228,13 +246,15 @@ def _store_cluster_folder(put, cluster: str, files: list[tuple[Path, str]], opti
             job.add(path, rel, lambda data, source: _collection(data, source, cluster))
         elif rel == BROKER_VERSION_FILE:
             job.add(path, rel, _broker_version)
+        elif rel == REREAD_REPORT_FILE:   # the same CollectionReport shape, written by the reread stage
+            job.add(path, rel, lambda data, source: _collection(data, source, cluster))
         elif len(parts) >= 5 and parts[0] == "topics" and all(parts[1:4]):
             topic = "persistent://" + "/".join(parts[1:4])   # the folder spells the topic as is
             job.topic_file(path, topic, topic_folder(topic), "/".join(parts[4:]))
         else:
             job.reject(path, f"{path}: {rel!r} is not a file the collector writes for a cluster; expected "
-                             f"collection.json, {BROKER_VERSION_FILE} or topics/<tenant>/<namespace>/<topic>/<file> "
-                             f"({TOPIC_FILES})")
+                             f"collection.json, {BROKER_VERSION_FILE}, {REREAD_REPORT_FILE} or "
+                             f"topics/<tenant>/<namespace>/<topic>/<file> ({TOPIC_FILES})")
     return job.result()
 
 
@@ -248,10 +268,11 @@ KINDS = {
     "dump-window": ImportKind("the dump window and its outcome (the collector's dump.json)",
                               _store_file("dump-window", lambda o: "dump.json"), (TOPIC,)),
     "topic-folder": ImportKind("a topic folder as the collector writes it (stats-internal.json, stats.json, "
-                               "subscriptions/, dump/, dump.json)", _store_topic_folder, (TOPIC,)),
+                               "subscriptions/, dump/, dump.json, rereads/, *.read.json)", _store_topic_folder,
+                               (TOPIC,)),
     "collection-report": ImportKind("the collector's collection.json of this cluster", _store_collection),
     "broker-version": ImportKind("the cluster's broker version as GET /admin/v2/brokers/version answers it "
                                  "(bare text, e.g. 3.0.12)", _store_broker_version),
     "cluster-folder": ImportKind("a cluster folder as the collector writes it (raw/pulsar/<cluster>/: topics/..., "
-                                 "collection.json, broker-version.txt)", _store_cluster_folder),
+                                 "collection.json, broker-version.txt, reread.json)", _store_cluster_folder),
 }

@@ -6,10 +6,12 @@
 "On both" covers more than the messages found in both dump windows. Each window starts at the smallest
 markDeletePosition of the cluster's replicated subscriptions and replicator cursors, so a message that is on
 a cluster but older than its window has been acked there by every such cursor. A message missing from one
-window is on that cluster (below the window) when it was published there, or when the other side's replicator
-to it has acked it and it precedes every message that replicator delivered into the window; it is then acked
-on that cluster. Otherwise (not replicated yet, or from a third cluster)
-it is on one side only and counts in only_on_source / only_on_target.
+window is on that cluster (below the window) when it was published there before the window's start, or when the
+other side's replicator to it has acked it and it precedes every message that replicator delivered into the
+window; it is then acked on that cluster (_placed). One published there after the window was read is not on it
+as far as the audit knows (after_source_window). Otherwise (not replicated yet, or from a third cluster)
+it is on one side only and counts in only_on_source / only_on_target. The two clusters' cursors were read at
+different instants: X's read before Y's counts redeliveries, X's read after it skips (`failover`).
 
 Ranges are inclusive runs of TARGET positions over the target's message sequence (markers between two
 flagged messages do not split a run: they are not messages); a skipped message below the target window has
@@ -57,6 +59,8 @@ class Failover:
     target: Window = field(repr=False, compare=False)
     lag: int = 0                             # redelivered at or below what PIP-33 reached (`reach`): not by design
     lag_oldest_ms: int | None = None         # the oldest of those: its publish time (None: none, or unknown)
+    unsettled: int = 0                       # X acked them between its reads around Y's: verdict depends on when
+    after_source_window: int = 0             # Y's copies of messages X published after its window was read
 
     @property
     def redelivered_ranges(self) -> Ranges:
@@ -85,22 +89,59 @@ def _messages_between(target: Window, a: Position, b: Position) -> int:
     return int(target.messages_up_to[hi] - target.messages_up_to[lo])
 
 
-def _below_other_window(w: Window, paired: np.ndarray, ambiguous: np.ndarray, other_code: int,
-                        sent: np.ndarray | None) -> np.ndarray:
-    """Messages of window `w` missing from the other cluster's window but on it below that window: published
-    there, or published here and sent by this cluster's replicator to it (`sent`: acked by the replicator and
-    not dropped unsent, window.never_sent). The replicator sends in this cluster's order, so a message published
-    here can only be older than the other window if it comes before the first one whose copy the other window
-    holds (after that it is missing: a replication loss, not a failover question). The other window's start is
-    all it speaks for: whether it holds the whole topic cannot be told (trimmed ledgers leave no trace)."""
-    unmatched = ~paired & ~ambiguous
-    below = unmatched & ~w.marker & (w.origin == other_code)
+def _at_or_below(ledger: np.ndarray, entry: np.ndarray, p: Position) -> np.ndarray:
+    return (ledger < p.ledger_id) | ((ledger == p.ledger_id) & (entry <= p.entry_id))
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What the other cluster's window speaks for: its start (exclusive) and end (inclusive) when known, and
+    whether it was read at or after this window (None: the instants are unknown)."""
+
+    start: Position | None = None
+    end: Position | None = None
+    read_after_this: bool | None = None
+
+
+def _placed(w: Window, paired: np.ndarray, ambiguous: np.ndarray, other_code: int, sent: np.ndarray | None,
+            other: Bounds) -> tuple[np.ndarray, np.ndarray]:
+    """(below, after): messages of window `w` missing from the other cluster's window that are on that cluster
+    below its window (acked there), and those published there after its window was read (not on it as far as
+    the audit knows: never compared).
+
+    Published on the other cluster: its position there (the source-position property) places it against the
+    other window's bounds; without the property, the other cluster's messages arrive here in its order, so one
+    before the first of them the other window holds is below it and one after the last is after it (with none
+    held, nothing can be placed: after). Published here and sent by this cluster's replicator to the other
+    (`sent`: acked by the replicator and not dropped unsent, window.never_sent): on it below its window when it
+    precedes the first one whose copy the other window holds (after that it is missing: a replication loss, not a
+    failover question); with none held, only when the other window was read after this one (what the replicator
+    had sent by then had arrived). Trimmed ledgers leave no trace, so the other window's start is all it speaks
+    for."""
+    unmatched = ~paired & ~ambiguous & ~w.marker
+    theirs = w.origin == other_code
+    below = np.zeros(len(w), dtype=bool)
+    after = np.zeros(len(w), dtype=bool)
+    located = theirs & (w.source_ledger != NONE)
+    if other.start is not None and other.end is not None:
+        below |= located & _at_or_below(w.source_ledger, w.source_entry, other.start)
+        after |= located & ~_at_or_below(w.source_ledger, w.source_entry, other.end)
+    else:
+        below |= located   # no bounds known (an old import): everything the other cluster published is older
+    unplaced = theirs & ~located
+    held = np.flatnonzero(theirs & paired)
+    if held.size:
+        rows = np.arange(len(w))
+        below |= unplaced & (rows < held[0])
+        after |= unplaced & (rows > held[-1])
+    else:
+        after |= unplaced
     if sent is not None:
         own = (w.origin == w.cluster_code) & ~w.marker
         seen = np.flatnonzero(own & paired)
-        limit = int(seen[0]) if seen.size else len(w)
-        below[:limit] |= (own & unmatched & sent)[:limit]
-    return below
+        limit = int(seen[0]) if seen.size else (len(w) if other.read_after_this is not False else 0)
+        below[:limit] |= (own & sent)[:limit]
+    return below & unmatched, after & unmatched
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,53 +158,74 @@ class Comparison:
     x_below_y: np.ndarray         # source rows on Y below Y's window (acked there)
     known: np.ndarray             # target rows known to be on X
     messages: np.ndarray          # target rows that are messages
+    y_after_x: int = 0            # target copies of messages X published after its window was read
 
 
 def compare(source: Window, target: Window, m: Match | None = None, *, source_sent: np.ndarray | None = None,
             target_sent: np.ndarray | None = None, source_vouches: bool = True,
-            target_vouches: bool = True) -> Comparison:
+            target_vouches: bool = True, source_bounds: Bounds = Bounds(),
+            target_bounds: Bounds = Bounds()) -> Comparison:
     """`m` = identity.match(source, target) (computed when None). `source_sent` / `target_sent` = what X's
     replicator to Y sent over X's window and Y's replicator to X over Y's window (None: no such replicator).
+    `source_bounds` = X's window as Y's side sees it (its start, end, and whether X was read after Y), and
+    `target_bounds` the reverse (_placed).
     Messages whose pairing is ambiguous (identity.Match) are on neither side: not compared, not inferred.
     `*_vouches` False: that window was not read (its entries could not be judged, e.g. an old broker's dump):
     nothing of the other window is inferred to lie below it."""
     m = match(source, target) if m is None else m
     matched = m.target_source != NONE
     rows = np.flatnonzero(matched)
-    y_below_x = _below_other_window(target, matched, m.target_ambiguous, source.cluster_code, target_sent)
-    x_below_y = _below_other_window(source, m.source_on_target, m.source_ambiguous, target.cluster_code,
-                                    source_sent)
+    y_below_x, y_after_x = _placed(target, matched, m.target_ambiguous, source.cluster_code, target_sent,
+                                   source_bounds)
+    x_below_y, _ = _placed(source, m.source_on_target, m.source_ambiguous, target.cluster_code, source_sent,
+                           target_bounds)
     if not source_vouches:
         y_below_x[:] = False
     if not target_vouches:
         x_below_y[:] = False
     return Comparison(source, target, m, matched, rows, m.target_source[rows], y_below_x, x_below_y,
-                      matched | y_below_x, np.flatnonzero(~target.marker))
+                      matched | y_below_x, np.flatnonzero(~target.marker), int(np.count_nonzero(y_after_x)))
 
 
 def failover(c: Comparison, source_cursor: CursorAcks, target_cursor: CursorAcks, *,
              target_end: Position | None = None, target_from: Position | None = None,
              source_acked: np.ndarray | None = None, target_acked: np.ndarray | None = None,
              fallback: Position | None = None, max_acknowledge: int = MAX_ACKNOWLEDGE,
-             reach: Position | None = None) -> Failover:
+             reach: Position | None = None, source_after: CursorAcks | None = None,
+             source_after_acked: np.ndarray | None = None, after_known: bool = True) -> Failover:
     """`target_from` / `target_end` = the target window's bounds (dump `from`, exclusive, and `to`). The acked
     masks of the subscription's cursors may be passed in when already computed. `reach` = the target position
     PIP-33 told the target to acknowledge up to (the newest UPDATE): redeliveries after it are PIP-33's design
-    (the target follows one snapshot behind); those at or below it are `lag`."""
+    (the target follows one snapshot behind); those at or below it are `lag`.
+    `source_cursor` is X's cursor read before the target's, `source_after` the one read after it (None: the same
+    read; reads.py): X acked at least what the first acks and at most what the second acks when Y was read, so
+    redeliveries count by the first, skips by the second, and what X acked between the two is `unsettled`.
+    `after_known` False: no X read follows Y's, so a message acked on Y and not on X may be X's progress: no skip
+    is claimed, they are unsettled."""
     source, target = c.source, c.target
+    if source_after is None:
+        source_after, source_after_acked = source_cursor, source_acked
     a_x = acked_mask(source.index, source_cursor) if source_acked is None else source_acked
+    a_x_after = acked_mask(source.index, source_after) if source_after_acked is None else source_after_acked
     a_y = acked_mask(target.index, target_cursor) if target_acked is None else target_acked
     on_x = c.y_below_x.copy()                             # below X's window: acked there
     on_x[c.matched_rows] = a_x[c.matched_source]
+    on_x_after = c.y_below_x.copy()
+    on_x_after[c.matched_rows] = a_x_after[c.matched_source]
     red = c.known & on_x & ~a_y
-    skip = c.matched & a_y & ~on_x
-    skip_below = c.x_below_y & ~a_x
+    skip = c.matched & a_y & ~on_x_after
+    skip_below = c.x_below_y & ~a_x_after
+    unsettled = int(np.count_nonzero(c.known & on_x_after & ~on_x))
+    if not after_known:
+        unsettled += int(np.count_nonzero(skip)) + int(np.count_nonzero(skip_below))
+        skip, skip_below = np.zeros_like(skip), np.zeros_like(skip_below)
     lost = 0
-    if source_cursor.read_position is not None:
-        dispatched = source.index.count_below(source_cursor.read_position)   # source rows < readPosition
+    if source_after.read_position is not None:
+        dispatched = source.index.count_below(source_after.read_position)   # source rows < readPosition
         lost = int(np.count_nonzero(skip & (c.match.target_source >= dispatched)))
         lost += int(np.count_nonzero(skip_below[dispatched:]))
-    should = np.where(c.known, on_x, a_y)
+    # The repair makes Y acknowledge what X had acknowledged by its latest read that is known
+    should = np.where(c.known, on_x_after, a_y)
     should[target.marker] = False
     exact_known = not skip_below.any()
     bad = should[c.messages]
@@ -196,4 +258,5 @@ def failover(c: Comparison, source_cursor: CursorAcks, target_cursor: CursorAcks
         redelivered_runs=_runs(c.messages, red), skipped_runs=_runs(c.messages, skip),
         exact_target_mdp=exact, exact_known=exact_known,
         to_acknowledge_rows=acks[:max_acknowledge], to_acknowledge_count=int(acks.size),
-        target_moves_backward=exact < current, target=target, lag=int(lag_rows.size), lag_oldest_ms=lag_oldest)
+        target_moves_backward=exact < current, target=target, lag=int(lag_rows.size), lag_oldest_ms=lag_oldest,
+        unsettled=unsettled, after_source_window=c.y_after_x)

@@ -54,16 +54,27 @@ def _updates(markers: Iterable[Marker], subscription: str, target: str, sender: 
             and target in m.clusters and (m.replicated_from == sender or (sender == "*" and m.replicated_from))]
 
 
+def _own_updates(markers: Iterable[Marker], subscription: str, target: str) -> list[tuple[Marker, Position]]:
+    return [(m, m.clusters[target]) for m in markers if m.marker_type == UPDATE and m.subscription == subscription
+            and target in m.clusters and m.replicated_from is None]
+
+
 def expect_target(source_markers: Sequence[Marker], subscription: str, source: str, target: str,
                   source_mdp: Position, source_read: Position | None, *, cache: CacheModel = DEFAULT_CACHE,
                   target_markers: Sequence[Marker] = (),
-                  distance: Callable[[Position, Position], int] | None = None) -> Expectation:
-    """`distance(a, b)`: X's entries strictly between a and b (the SPREAD cache's eviction measure)."""
+                  distance: Callable[[Position, Position], int] | None = None,
+                  delivered: Callable[[Position], bool] | None = None) -> Expectation:
+    """`distance(a, b)`: X's entries strictly between a and b (the SPREAD cache's eviction measure).
+    `delivered(p)`: X's own marker at p had reached Y when Y's cursor was read (X's replicator to Y had acked it;
+    docs/pulsar/audit.md "Snapshots minutes apart"): only those UPDATEs told Y anything. None: every one did
+    (one snapshot per cluster, taken as simultaneous)."""
     snapshots = sorted((m for m in _own(source_markers, SNAPSHOT) if m.local is not None and target in m.clusters),
                        key=lambda m: m.position)
     own = _updates(source_markers, subscription, target, None)
     claims = own + [s.clusters[target] for s in snapshots if s.local <= source_mdp]
     justified = max(claims + _updates(target_markers, subscription, target, "*")) if claims else None
+    if delivered is not None:
+        own = [p for m, p in _own_updates(source_markers, subscription, target) if delivered(m.position)]
     told = own + _updates(target_markers, subscription, target, source)
     if told:
         return Expectation(max(told), "update", justified)   # successive UPDATEs only move forward

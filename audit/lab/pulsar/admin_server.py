@@ -1,4 +1,6 @@
-"""One lab cluster's Pulsar admin REST API on loopback, so the real admin collector can run against the lab.
+"""One lab cluster's Pulsar admin REST API on loopback, so the real admin collector can run against the lab. It
+answers with the world as it is now (the end of the simulation, at as_of), what emit.emit_cluster writes too; the
+pipeline's lab collection instead writes what each cluster's collection read at its own instant (reads.py).
 
     with serve_pulsar_admin(world, "east", token="s3cret") as base_url:
         requests.get(base_url + "/admin/v2/persistent/lab/geo", headers={"Authorization": "Bearer s3cret"})

@@ -11,14 +11,16 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from audit.lab.pulsar.config import PulsarLabConfig
+from audit.lab.pulsar.config import QUIET, PulsarLabConfig
 from audit.lab.pulsar.consumers import ConsumerPlan, Producer, Subscription
 from audit.lab.pulsar.model import Clock, ClusterLedgerIds
 from audit.lab.pulsar.pip33 import Controller
+from audit.lab.pulsar.reads import ReadPlan
 from audit.lab.pulsar.replication import TICK_MS, Replicator
 from audit.lab.pulsar.topic import ClusterState, Topic, TopicSettings
 
 ROLES = ("a", "b", "c")
+QUIET_END_MS = 41_000   # traffic: quiet -- producers stop here (offset from the world's start)
 
 
 @dataclass
@@ -44,6 +46,7 @@ class World:
                                                f"10.{20 + i}.{self.rng.randrange(1, 250)}.{self.rng.randrange(2, 250)}")
         self.scenarios: list[ScenarioMeta] = []
         self.partitioned: dict[str, int] = {}  # partitioned topic name -> partitions
+        self.reads: ReadPlan | None = None
         self._ports = 40_000
 
     @property
@@ -64,11 +67,15 @@ class World:
     def topic(self, cluster: str, name: str) -> Topic | None:
         return self.clusters[cluster].topics.get(name)
 
+    @property
+    def production_end_ms(self) -> int:
+        """Where producers stop by default (an offset from t0): as_of, or 41 s into a quiet world."""
+        return QUIET_END_MS if self.config.traffic == QUIET else self.config.duration_ms
+
     def run(self) -> None:
+        """Schedule every read of the collection and the reread (reads.py), then simulate until as_of."""
+        self.reads = ReadPlan(self)
         self.clock.run_until(self.as_of_ms)
-        for cluster in self.clusters.values():
-            for topic in cluster.topics.values():
-                topic.ml.trim()
 
 
 class WorldBuilder:
@@ -76,7 +83,7 @@ class WorldBuilder:
 
     def __init__(self, world: World, meta: ScenarioMeta, roles: Mapping[str, str], settings: TopicSettings,
                  partitions: int):
-        self.world, self.meta, self.roles = world, meta, dict(roles)
+        self.world, self.meta, self.roles, self.settings = world, meta, dict(roles), settings
         names = [meta.topic] if partitions == 0 else [f"{meta.topic}-partition-{i}" for i in range(partitions)]
         meta.topics.extend(names)
         if partitions:
@@ -87,6 +94,9 @@ class WorldBuilder:
                          world.sub_rng("topic", cluster, name), cfg.ledger_max_entries, Controller)
              for role, cluster in self.roles.items()} for name in names]
         self.until = world.as_of_ms
+        for part in self.parts:
+            for topic in part.values():
+                topic.until_ms = self.until
 
     @property
     def t0(self) -> int:
@@ -96,26 +106,32 @@ class WorldBuilder:
         return self.roles[role]
 
     def link(self, src: str, dst: str, latency_ms: int = 40, rate_per_s: int | None = None,
-             disconnect_at_ms: int | None = None) -> None:
+             disconnect_at_ms: int | None = None, reconnect_at_ms: int | None = None) -> None:
         for i, part in enumerate(self.parts):
             rep = Replicator(part[src], part[dst], latency_ms, rate_per_s, self.world.next_port())
             phase = self.world.sub_rng("repl-phase", part[src].name, src, dst).randrange(TICK_MS)
             rep.start(self.t0 + phase, self.until)
             if disconnect_at_ms is not None:
                 self.world.clock.at(self.t0 + disconnect_at_ms, rep.disconnect)
+            if reconnect_at_ms is not None:
+                self.world.clock.at(self.t0 + reconnect_at_ms, rep.reconnect)
 
     def subscription(self, role: str, name: str, replicated: bool = True) -> None:
         for part in self.parts:
             Subscription(part[role], name, replicated)
 
-    def producer(self, role: str, count: int, start_ms: int = 1_000, end_ms: int = 41_000,
-                 delayed: dict[int, int] | None = None) -> str:
-        """Returns the producer name (the same on every partition, as a partitioned producer's is)."""
+    def producer(self, role: str, per_40s: int, start_ms: int = 1_000, end_ms: int | None = None,
+                 delayed: dict[int, int] | None = None, restarts_ms: tuple[int, ...] = (),
+                 local_only: float = 0.0) -> str:
+        """`per_40s` messages per 40 s from start_ms to end_ms (default: the world's production end). Returns the
+        producer name (the same on every partition, as a partitioned producer's is)."""
         cluster = self.cluster(role)
         name = f"{cluster}-{self.world.rng.randrange(10, 99)}-{len(self.world.scenarios)}"
+        end = self.world.production_end_ms if end_ms is None else end_ms
+        count = per_40s * (end - start_ms) // 40_000
         for part in self.parts:
             prod = Producer(part[role], name, self.world.sub_rng("producer", part[role].name, name))
-            prod.schedule(self.t0, start_ms, end_ms, count, delayed)
+            prod.schedule(self.t0, start_ms, end, count, delayed, restarts_ms, local_only)
         return name
 
     def consumer(self, role: str, subscription: str, plan: ConsumerPlan) -> None:

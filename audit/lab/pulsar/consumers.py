@@ -170,20 +170,27 @@ class Subscription:
 
 
 class Producer:
-    """Publishes `count` messages on one cluster at random times in [start, end) (offsets from t0)."""
+    """Publishes `count` messages on one cluster at random times in [start, end) (offsets from t0). A producer
+    without deduplication that restarts (`restarts_ms`) starts its sequence ids from 0 again under the same name;
+    `local_only` of the messages carry replication clusters naming this cluster only (never replicated)."""
 
     def __init__(self, topic: Topic, name: str, rng: random.Random):
         self.topic, self.name, self.rng = topic, name, rng
-        self.sequence_id = 0
 
-    def schedule(self, t0: int, start_ms: int, end_ms: int, count: int,
-                 delayed: dict[int, int] | None = None) -> None:
+    def schedule(self, t0: int, start_ms: int, end_ms: int, count: int, delayed: dict[int, int] | None = None,
+                 restarts_ms: tuple[int, ...] = (), local_only: float = 0.0) -> None:
         """`delayed` maps a sequence id to its deliver-after delay (ms after publishing)."""
         times = sorted(self.rng.randrange(start_ms, end_ms) for _ in range(count))
-        for seq, at in enumerate(times):
-            self.topic.clock.at(t0 + at, self._publish, seq, (delayed or {}).get(seq))
+        seq, restarts = 0, sorted(restarts_ms)
+        for at in times:
+            while restarts and at >= restarts[0]:
+                restarts.pop(0)
+                seq = 0
+            only_here = local_only > 0 and self.rng.random() < local_only
+            self.topic.clock.at(t0 + at, self._publish, seq, (delayed or {}).get(seq), only_here)
+            seq += 1
 
-    def _publish(self, seq: int, deliver_after_ms: int | None) -> None:
+    def _publish(self, seq: int, deliver_after_ms: int | None, only_here: bool) -> None:
         body = {"producer": self.name, "seq": seq, "amount": self.rng.randint(1, 99_999)}
         payload = json.dumps(body, separators=(",", ":")).encode()
         props: tuple[tuple[str, str], ...] = (("trace-id", f"{self.rng.getrandbits(64):016x}"),)
@@ -191,4 +198,5 @@ class Producer:
             props += (("region", self.topic.cluster_name),)
         now = self.topic.clock.now
         self.topic.publish(self.name, seq, payload, props,
-                           None if deliver_after_ms is None else now + deliver_after_ms)
+                           None if deliver_after_ms is None else now + deliver_after_ms,
+                           (self.topic.cluster_name,) if only_here else None)

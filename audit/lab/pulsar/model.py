@@ -122,6 +122,7 @@ class ManagedLedger:
         self.ledgers: list[Ledger] = []
         self.cursors: dict[str, Cursor] = {}
         self.total_size = 0
+        self._live_from = 0   # index in `ledgers` of the first ledger not deleted
         self._open_ledger(created_ms)
 
     def _open_ledger(self, now: int) -> None:
@@ -167,21 +168,28 @@ class ManagedLedger:
         return [led for led in self.ledgers if not led.deleted]
 
     def trim(self) -> None:
-        """Retention 0: a closed ledger whose entries every cursor has mark-deleted is deleted."""
+        """Retention 0: a closed ledger whose entries every cursor has mark-deleted is deleted. Called whenever a
+        markDeletePosition moves, as ManagedLedgerImpl trims consumed ledgers in the background while running."""
         if not self.cursors:
             return
         low = min(c.mdp_idx for c in self.cursors.values())
-        for led in self.ledgers[:-1]:
-            if not led.deleted and led.count and led.first_idx + led.count - 1 <= low:
-                led.deleted = True
-                self.total_size -= led.size
+        while self._live_from < len(self.ledgers) - 1:
+            led = self.ledgers[self._live_from]
+            if led.first_idx + led.count - 1 > low:
+                return
+            led.deleted = True
+            self.total_size -= led.size
+            self._live_from += 1
+
+    def first_live_index(self) -> int:
+        """Index of the first entry still held (len(entries) when none is)."""
+        for led in self.ledgers[self._live_from:]:
+            if led.count:
+                return led.first_idx
+        return len(self.entries)
 
     def readable(self, idx: int) -> bool:
-        entry = self.entries[idx]
-        for led in self.ledgers:
-            if led.ledger_id == entry.ledger_id:
-                return not led.deleted
-        return False
+        return 0 <= idx < len(self.entries) and idx >= self.first_live_index()
 
 
 @dataclass
@@ -211,7 +219,7 @@ class Cursor:
     def at_earliest(cls, ml: ManagedLedger, name: str, now: int, cursor_ledger: int, **kw: Any) -> "Cursor":
         """InitialPosition.Earliest: just before the first entry of the first ledger still held."""
         c = cls.at_latest(ml, name, now, cursor_ledger, **kw)
-        c.mdp_idx = next((led.first_idx for led in ml.ledgers if not led.deleted), len(ml.entries)) - 1
+        c.mdp_idx = ml.first_live_index() - 1
         c.read_idx = c.mdp_idx + 1
         return c
 
@@ -225,6 +233,7 @@ class Cursor:
         self.read_idx = max(self.read_idx, self.mdp_idx + 1)
         self.mark_deletes += 1
         self.last_advance_ms = now
+        self.ml.trim()
 
     def ack(self, idx: int, now: int) -> bool:
         """Individual ack; True when the markDeletePosition moved."""

@@ -90,6 +90,7 @@ class Controller:
         self.records: dict[str, SnapshotRecord] = {}
         self.last_completed_start_ms: int | None = None
         self.updates_applied: list[tuple[str, str, Pos]] = []  # (subscription, from cluster, position)
+        self.ticking = False
         s = topic.settings
         self.frequency_ms, self.timeout_ms = s.snapshot_frequency_ms, s.snapshot_timeout_ms
 
@@ -98,6 +99,7 @@ class Controller:
         return self.topic.cluster_name
 
     def start(self, first_ms: int, until_ms: int) -> None:
+        self.ticking = True
         self.topic.clock.every(first_ms, self.frequency_ms, self.tick, until_ms)
 
     def _marker(self, kind: int, payload: bytes, info: MarkerInfo, replicate_to: tuple[str, ...] | None) -> Entry:
@@ -166,6 +168,10 @@ class Controller:
         if sub is None:
             earliest = dict(self.topic.settings.missing_subscription_at).get(self.local, EARLIEST) == EARLIEST
             sub = Subscription(self.topic, info.subscription, replicated=True, at_earliest=earliest)
+            if not self.ticking and self.topic.until_ms is not None:
+                # a replicated subscription now exists: the topic's snapshot timer starts (checkReplicated-
+                # SubscriptionControllerState)
+                self.start(self.topic.clock.now + self.frequency_ms, self.topic.until_ms)
             if not earliest:
                 return  # brokers before #20767 only create it: this UPDATE is not applied
         self.updates_applied.append((info.subscription, from_cluster, mine))

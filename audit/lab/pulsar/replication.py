@@ -4,12 +4,14 @@
 - a replicated-subscription marker whose `replicated_from` is this replicator's remote is handed to the
   topic's PIP-33 controller when the replicator *reads* it (so a backlogged replicator answers late);
 - entries with `replicated_from` set are acked and skipped (no ping-pong), so are entries whose
-  `replicate_to` excludes the remote;
+  `replicate_to` excludes the remote and, with a namespace message TTL, entries older than the TTL when read
+  (GeoPersistentReplicator.replicateEntries: MessageImpl.isExpired);
 - everything else is written on the remote with `replicated_from = <local cluster>`, the same producer name,
   sequence id and publish time, and on recent Pulsar the origin position property.
 
 A replicator has a send rate (entries per second; None = unthrottled), a one-way latency and a connection
-state: a disconnected replicator reads nothing, so its backlog grows and its markers wait."""
+state: a disconnected replicator reads nothing, so its backlog grows and its markers wait; reconnected, it goes on
+from its readPosition."""
 from __future__ import annotations
 
 from audit.formats.pulsar.markers import SNAPSHOT_REQUEST, SNAPSHOT_RESPONSE, UPDATE
@@ -37,6 +39,7 @@ class Replicator:
         self._tokens = 0.0
         self._tokens_at = now
         self.sent_times: list[int] = []
+        self.expired: list[int] = []  # entries acked unsent because their TTL had passed when read
         self.poller: Poller | None = None
         local.replicators[self.remote_name] = self
 
@@ -49,6 +52,15 @@ class Replicator:
         if self.connected:
             self.connected = False
             self.disconnected_at = self.local.clock.now
+
+    def reconnect(self) -> None:
+        """PersistentReplicator.readEntries on a new producer: rewind to markDeletePosition + 1 (the managed cursor
+        skips what was individually acked) and read on."""
+        if not self.connected:
+            self.connected = True
+            self.connected_since = self.local.clock.now
+            self.cursor.read_idx = self.cursor.mdp_idx + 1
+            self.poller.wake()
 
     def _quota(self) -> int:
         """Token bucket of the replicator dispatch rate (a one-second burst at most)."""
@@ -71,12 +83,19 @@ class Replicator:
         end = len(ml.entries)
         idx = self.cursor.read_idx
         sends: list[int] = []
+        ttl = self.local.settings.message_ttl_ms
         while idx < end and len(sends) < quota and idx - self.cursor.read_idx < MAX_READ:
             entry = ml.entries[idx]
+            if self.cursor.is_acked(idx):
+                idx += 1
+                continue
             if entry.marker_type in PROCESSED_MARKERS and entry.replicated_from == self.remote_name:
                 self.local.ensure_controller().received_marker(entry, idx)
             if entry.replicated_from is not None or (
                     entry.replicate_to is not None and self.remote_name not in entry.replicate_to):
+                self.cursor.ack(idx, now)
+            elif ttl and now > entry.publish_ms + ttl:
+                self.expired.append(idx)
                 self.cursor.ack(idx, now)
             else:
                 sends.append(idx)

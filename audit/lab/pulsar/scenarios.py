@@ -2,8 +2,9 @@
 
 Roles: "a" is the first configured cluster (default east: producers and the active consumers), "b" the second
 (default west: the failover standby), "c" the third (default south, three-cluster scenario only). Producers
-publish between 1 s and 41 s of virtual time; the world then runs on to `duration_s` so PIP-33 settles where
-nothing is broken."""
+publish from 1 s until as_of (traffic: continuous, the default) or until 41 s (traffic: quiet: the world then runs
+on to `duration_s` so PIP-33 settles where nothing is broken); `cfg.messages` is their rate per 40 s. Times are
+offsets from the world's start; the clusters are collected from about `duration_s` - 125 s on (reads.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,11 +39,13 @@ def _both_ways(b: WorldBuilder, sub: str = SUB, **b_to_a) -> None:
 
 
 def healthy(b: WorldBuilder, cfg: PulsarLabConfig) -> None:
+    # consumers ack out of order (a few acks seconds late); the primary's producer restarts once without
+    # deduplication (sequence ids from 0 again): harmless where copies carry their source position
     _both_ways(b)
     b.subscription("a", "local-metrics", replicated=False)
-    b.producer("a", cfg.messages)
+    b.producer("a", cfg.messages, restarts_ms=(70_000,))
     b.producer("b", cfg.messages // 2)
-    b.consumer("a", SUB, ConsumerPlan(start_ms=0))
+    b.consumer("a", SUB, ConsumerPlan(start_ms=0, late_fraction=0.03, late_delay_ms=(2_000, 6_000)))
     b.consumer("a", "local-metrics", ConsumerPlan(start_ms=0, ack_delay_ms=(1, 50)))
 
 
@@ -138,6 +141,64 @@ def old_pulsar(b: WorldBuilder, cfg: PulsarLabConfig) -> None:
             late_ack_fraction=0.05)
 
 
+def replicate_to(b: WorldBuilder, cfg: PulsarLabConfig) -> None:
+    # some messages name their own cluster as their only replication cluster: never sent, neither skipped nor
+    # missing on the other side
+    _both_ways(b)
+    b.producer("a", cfg.messages, local_only=0.2)
+    b.producer("b", cfg.messages // 2, local_only=0.1)
+    b.consumer("a", SUB, ConsumerPlan(start_ms=0))
+
+
+def message_ttl(b: WorldBuilder, cfg: PulsarLabConfig) -> None:
+    # The primary's replicator is down from 50 s to 90 s; with the estate's message TTL for the namespace shorter
+    # than that, what waited longer than the TTL is dropped unsent when it reconnects (never missing on the
+    # standby). An early unacked message holds both dump windows open over the outage.
+    b.link("a", "b", disconnect_at_ms=50_000, reconnect_at_ms=90_000)
+    b.link("b", "a")
+    b.subscription("a", SUB)
+    b.subscription("b", SUB)
+    producer = b.producer("a", cfg.messages)
+    hole = _hole_seqs(cfg.messages, (0.1,))
+    b.consumer("a", SUB, ConsumerPlan(start_ms=0, never_ack=frozenset((producer, s) for s in hole)))
+    b.fault("replicator_outage", cluster=b.cluster("a"), remote=b.cluster("b"), from_ms=b.t0 + 50_000,
+            to_ms=b.t0 + 90_000, message_ttl_ms=b.settings.message_ttl_ms)
+
+
+def producer_restart(b: WorldBuilder, cfg: PulsarLabConfig) -> None:
+    # Brokers before apache/pulsar#23697 (no source position on copies) and a producer without deduplication that
+    # restarts at 20 s: (origin, producer, sequence id) repeats inside the dump windows (an early unacked
+    # message holds them open), so those messages cannot be paired: not compared, reported as not judged.
+    _both_ways(b)
+    producer = b.producer("a", cfg.messages, restarts_ms=(20_000,))
+    hole = _hole_seqs(cfg.messages, (0.2,))
+    b.consumer("a", SUB, ConsumerPlan(start_ms=0, never_ack=frozenset((producer, s) for s in hole)))
+    b.fault("producer_restarts_without_dedup", cluster=b.cluster("a"), producer=producer, restarted_at_ms=b.t0 + 20_000)
+
+
+def missing_subscription(b: WorldBuilder, cfg: PulsarLabConfig) -> None:
+    # the standby never subscribed: the first UPDATE creates the subscription there as its broker version does
+    # (apache/pulsar#20767: at Earliest and acked; before it at Latest, the UPDATE dropped)
+    b.link("a", "b")
+    b.link("b", "a")
+    b.subscription("a", SUB)
+    b.producer("a", cfg.messages)
+    b.consumer("a", SUB, ConsumerPlan(start_ms=0, ack_delay_ms=(5, 1_000)))
+
+
+def standby_replicator_down(b: WorldBuilder, cfg: PulsarLabConfig) -> None:
+    # The standby's replicator back to the primary goes down at 40 s: the primary's UPDATE copies that reach the
+    # standby afterwards wait unread (a replicator hands markers to PIP-33 when it reads them), so the standby's
+    # cursor stays behind what PIP-33 told it; no snapshot completes any more.
+    b.link("a", "b")
+    b.link("b", "a", disconnect_at_ms=40_000)
+    b.subscription("a", SUB)
+    b.subscription("b", SUB)
+    b.producer("a", cfg.messages)
+    b.consumer("a", SUB, ConsumerPlan(start_ms=0, ack_delay_ms=(100, 2_500)))
+    b.fault("replicator_disconnected", cluster=b.cluster("b"), remote=b.cluster("a"), at_ms=b.t0 + 40_000)
+
+
 _ALL = [
     Scenario("healthy", "orders-healthy", "geo", "bidirectional replication, consumers on the primary finish and "
              "PIP-33 catches up: a failover either way redelivers and skips nothing", healthy),
@@ -161,5 +222,16 @@ _ALL = [
     Scenario("old-pulsar", "orders-legacy", "geo", "a partitioned topic on brokers older than apache/pulsar#23697: "
              "copies carry no __MSG_PROP_REPL_SOURCE_POSITION; ack holes", old_pulsar, recent_pulsar=False,
              partitions=2),
+    Scenario("replicate-to", "orders-regional", "geo", "some messages name only their own cluster as replication "
+             "cluster: never sent, so neither skipped nor missing", replicate_to),
+    Scenario("message-ttl", "orders-expiring", "geo-ttl", "the primary's replicator is down for 40 s; the "
+             "namespace's message TTL drops what waited longer unsent", message_ttl),
+    Scenario("producer-restart", "orders-restarted", "geo", "brokers before apache/pulsar#23697 and a producer "
+             "without deduplication restarting at 20 s: repeated keys cannot be paired", producer_restart,
+             recent_pulsar=False),
+    Scenario("missing-subscription", "orders-late-standby", "geo", "the standby has no subscription until the first "
+             "UPDATE creates it, as its broker version does (apache/pulsar#20767)", missing_subscription),
+    Scenario("standby-replicator-down", "orders-unapplied", "geo", "the standby's replicator back to the primary "
+             "goes down: UPDATE markers reach the standby but are never applied", standby_replicator_down),
 ]
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _ALL}

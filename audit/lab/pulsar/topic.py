@@ -55,6 +55,7 @@ class TopicSettings:
     snapshot_frequency_ms: int = 1000
     snapshot_timeout_ms: int = 30_000
     snapshot_cache_size: int = 10
+    message_ttl_ms: int = 0  # the namespace's messageTTLInSeconds (0: none): a replicator drops expired entries
     # (cluster, snapshot cache rule of its broker version: "newest" | "spread"); config.py derives it
     snapshot_cache_models: tuple[tuple[str, str], ...] = ()
     # (cluster, where its broker version creates a subscription an UPDATE names but the topic lacks:
@@ -78,6 +79,7 @@ class Topic:
         self.in_times: list[int] = []
         self.remote_in: dict[str, int] = {}
         self.readers: list[Poller] = []  # replicators and dispatchers waiting for new entries
+        self.until_ms: int | None = None  # the end of the simulation (timers started later run until then)
         cluster.topics[name] = self
 
     @property
@@ -94,12 +96,13 @@ class Topic:
             reader.wake()
 
     def publish(self, producer: str, sequence_id: int, payload: bytes, properties: tuple[tuple[str, str], ...],
-                deliver_at_ms: int | None = None) -> Entry:
-        """A message from a producer connected to this cluster."""
+                deliver_at_ms: int | None = None, replicate_to: tuple[str, ...] | None = None) -> Entry:
+        """A message from a producer connected to this cluster (`replicate_to`: the message's replication clusters,
+        MessageBuilder.setReplicationClusters; None: every cluster the topic replicates to)."""
         size = len(payload) + METADATA_OVERHEAD
         entry = self.ml.append(self.clock.now, size, producer_name=producer, sequence_id=sequence_id,
                                publish_ms=self.clock.now, payload=payload, properties=properties,
-                               deliver_at_ms=deliver_at_ms)
+                               deliver_at_ms=deliver_at_ms, replicate_to=replicate_to)
         entry.ident = (self.cluster_name, entry.ledger_id, entry.entry_id)
         self._added(entry, size)
         return entry

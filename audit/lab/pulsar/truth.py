@@ -1,162 +1,140 @@
 """Ground truth of the Pulsar lab (docs/pulsar/contracts.md "Ground truth", docs/pulsar/lab.md).
 
-Failover counts come from actually failing over: for subscription S, source X and target Y, a consumer
-connects to a copy of Y's cursor and receives every non-marker entry Y does not consider acked; messages are
-matched by origin identity (the cluster and position they were first published at). Then
-- redelivered: received on Y although X's consumer had acked it;
-- skipped: present on both clusters, not acked on X, never received on Y;
-- lost: skipped and at or beyond X's readPosition (never dispatched on X);
-- lag: of the redelivered, those at or below the Y position PIP-33 told Y to acknowledge (the newest UPDATE
-  for S naming Y that X's controller wrote, where the native payloads show it). PIP-33 keeps Y one snapshot
-  behind by design, so only the lag is a finding (pulsar.failover_redelivery, entry_count = lag), and only
-  past the estate's redelivery tolerance for the namespace: more than `messages` and the oldest older than
-  `age` (audit/config/pulsar.py; the lab runs with the estate's default, 0/0).
+Every cluster is judged at the instants its collection and the rereads read it (reads.py), never at as_of: the
+failover rows come from failover_truth.py (a simulated failover on Y's cursor as read, against what X had acked
+before and after that read), the other findings from each cluster's own collection (its window and cursors at
+t_c, its stats.json right after).
 
 Failover rows are listed for every pair, zeros included; the failover findings only for pairs whose source
-subscription was consumed on the source (Subscription.consumed, which its stats.json shows). Findings are
-listed only where the native payloads show them: see docs/pulsar/lab.md for each rule."""
+subscription was consumed on the source (Subscription.consumed, which its stats.json shows). PIP-33 keeps Y one
+snapshot behind by design, so a redelivery is a finding only for the lag (what an UPDATE had told Y and Y still
+has not acked), past the estate's redelivery tolerance for the namespace: more than `messages`, and the oldest
+older than `age` when Y's window was read. Findings are listed only where the native payloads show them: see
+docs/pulsar/lab.md for each rule."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
-from audit.config.pulsar import PulsarThresholds
-from audit.formats.pulsar.markers import SNAPSHOT, UPDATE
-from audit.lab.pulsar.consumers import Subscription
-from audit.lab.pulsar.topic import Topic
+from audit.formats.pulsar.markers import SNAPSHOT, SNAPSHOT_REQUEST, UPDATE
 from audit.lab.pulsar.builder import ScenarioMeta, World
+from audit.lab.pulsar.failover_truth import PairTruth, Side, failover_counts, pair_truth
+from audit.lab.pulsar.model import Entry
+from audit.lab.pulsar.reads import Collection, Read
+from audit.lab.pulsar.topic import Topic
+
+ROW_FIELDS = ("redelivered", "skipped", "lost", "unsettled", "after_source_window", "ambiguous", "redelivery_lag",
+              "target_read_at_ms", "source_read_before_ms", "source_read_after_ms")
 
 
-_TOLERANCE = PulsarThresholds().pulsar_redelivery_tolerance   # the estate default the lab's audit runs with
+def _namespace(topic: str) -> str:
+    return "/".join(topic.split("://", 1)[-1].split("/")[:2])
 
 
-def _reached(source: Topic, target: Topic, subscription: str):
-    """The Y position the newest UPDATE for `subscription` that X's controller wrote told Y (None: none that a
-    dump shows: X's own in X's window, or its copy in Y's window). UPDATEs only move forward."""
-    there, here = target.cluster_name, source.cluster_name
-    told = [dict(e.marker.clusters)[there] for topic, origin in ((source, None), (target, here))
-            for e in topic.ml.entries if e.marker_type == UPDATE and e.replicated_from == origin
-            and e.marker.subscription == subscription and there in dict(e.marker.clusters)
-            and _in_window(topic, e.position)]
-    return max(told) if told else None
+def side(world: World, topic: Topic) -> Side:
+    """A cluster's topic with its reads; what its replicators may have dropped unsent is bounded as the audit
+    bounds it: `replicate_to` without the remote, or, with a message TTL, older than the TTL when the cluster's
+    collection read it (`now`: the answer's instant; a younger message cannot have expired before)."""
+    ttl = world.config.ttl_ms(_namespace(topic.name))
 
-
-def failover_counts(source: Topic, target: Topic, subscription: str) -> dict[str, int]:
-    """redelivered, skipped, lost (the failover row) and lag, lag_oldest_ms (what the redelivery finding reads)."""
-    xs: Subscription = source.subscriptions[subscription]
-    ys: Subscription = target.subscriptions[subscription]
-    x_index = {e.ident: i for i, e in enumerate(source.ml.entries) if e.ident is not None}
-    y_entries = target.ml.entries
-    y_cursor = ys.cursor
-    received_at = {i: y_entries[i].ident for i in range(y_cursor.mdp_idx + 1, len(y_entries))
-                   if not y_entries[i].is_marker and i not in y_cursor.acked}
-    received = set(received_at.values())
-    x_cursor = xs.cursor
-    redelivered = sum(1 for m in received if m in x_index and x_cursor.is_acked(x_index[m]))
-    reach = _reached(source, target, subscription)
-    last = target.ml.floor_index(reach) if reach is not None else -1
-    lagging = [y_entries[i].publish_ms for i, m in received_at.items()
-               if i <= last and m in x_index and x_cursor.is_acked(x_index[m])]
-    skipped = lost = 0
-    for e in y_entries:
-        m = e.ident
-        if m is None or m in received or m not in x_index:
-            continue
-        x_idx = x_index[m]
-        if not x_cursor.is_acked(x_idx):
-            skipped += 1
-            lost += x_idx >= x_cursor.read_idx
-    return {"redelivered": redelivered, "skipped": skipped, "lost": lost, "lag": len(lagging),
-            "lag_oldest_ms": min(lagging) if lagging else None}
+    def may_be_unsent(e: Entry, remote: str, now: int) -> bool:
+        return (e.replicate_to is not None and remote not in e.replicate_to) or (
+            ttl > 0 and now - e.publish_ms > ttl)
+    return Side(topic, world.reads.reads_of(topic.cluster_name, topic.name), may_be_unsent)
 
 
 def redelivery_finding(world: World, topic: str, counts: dict) -> int:
-    """The lag when it exceeds the namespace's tolerance on both counts (messages and age), else 0."""
-    tolerance = _TOLERANCE.of("/".join(topic.split("://", 1)[-1].split("/")[:2]))
+    """The lag when it exceeds the namespace's tolerance on both counts (messages, and the age of its oldest
+    message when the target's window was read), else 0."""
+    messages, age_s = world.config.tolerance(_namespace(topic))
     lag = counts["lag"]
-    if lag <= tolerance.messages or world.as_of_ms - counts["lag_oldest_ms"] <= tolerance.age_s * 1000:
+    if lag <= messages or counts["lag_now_ms"] - counts["lag_oldest_ms"] <= age_s * 1000:
         return 0
     return lag
 
 
-def failover_pairs(world: World, meta: ScenarioMeta):
-    """(topic name, subscription, source topic, target topic) for every replicated subscription present on
-    both clusters of a pair where the source replicates the topic to the target."""
+def failover_pairs(world: World, meta: ScenarioMeta) -> Iterator[tuple[str, Topic, Topic, list[str]]]:
+    """(topic name, source topic, target topic, replicated subscriptions on both) for every pair where the
+    source replicates the topic to the target, as their collections saw them."""
     for name in meta.topics:
         for x in meta.clusters:
             src = world.topic(x, name)
-            for y, rep in sorted(src.replicators.items()):
+            for _, rep in sorted(src.replicators.items()):
                 dst = rep.remote
-                for sub_name, sub in sorted(src.subscriptions.items()):
-                    if sub.replicated and sub_name in dst.subscriptions:
-                        yield name, sub_name, src, dst
+                on_x = world.reads.collections[(x, name)].read.cursors
+                on_y = world.reads.collections[(dst.cluster_name, name)].read.cursors
+                subs = [s for s in sorted(on_x) if s in src.subscriptions and src.subscriptions[s].replicated
+                        and s in on_y]
+                yield name, src, dst, subs
 
 
-def _told(topic: Topic, there: str, subscription: str, own: bool) -> list:
-    """Positions on cluster `there` named by the PIP-33 markers in `topic`'s dump window (what an audit sees).
-    own: the topic's own UPDATEs for the subscription and SNAPSHOTs at or below its markDeletePosition;
-    else: the UPDATE copies for the subscription it received (from any cluster)."""
-    mdp = topic.subscriptions[subscription].cursor.mark_delete_position()
+def _told(w: Side, there: str, subscription: str, own: bool) -> list:
+    """Positions on cluster `there` named by the PIP-33 markers in w's window: its own UPDATEs for the
+    subscription and SNAPSHOTs at or below its markDeletePosition (own), else the UPDATE copies it received."""
+    entries, read = w.topic.ml.entries, w.primary
+    mdp = w.topic.ml.positions[read.cursors[subscription].mdp_idx] if read.cursors[subscription].mdp_idx >= 0 \
+        else None
     out = []
-    for e in topic.ml.entries:
+    for i in read.window:
+        e = entries[i]
         if e.marker_type not in (UPDATE, SNAPSHOT) or (e.replicated_from is None) != own:
             continue
         told = dict(e.marker.clusters).get(there)
-        if told is None or not _in_window(topic, e.position):
+        if told is None:
             continue
-        if e.marker.subscription == subscription if e.marker_type == UPDATE else own and e.marker.local <= mdp:
+        if e.marker_type == UPDATE and e.marker.subscription == subscription or (
+                e.marker_type == SNAPSHOT and own and mdp is not None and e.marker.local <= mdp):
             out.append(told)
     return out
 
 
-def _cursor_ahead(source: Topic, target: Topic, subscription: str) -> bool:
-    """Acks made on the target moved its markDeletePosition past at least one message beyond anything PIP-33
-    justifies: the source's own UPDATEs and snapshots <= its markDeletePosition, and the UPDATEs the target
-    received. With none of the source's in its dump window, PIP-33 predicts nothing: no claim."""
-    there = target.cluster_name
-    claims = _told(source, there, subscription, own=True)
-    ys = target.subscriptions[subscription]
-    if not claims or not ys.local_acks_moved_mdp:
-        return False
-    justified = max(claims + _told(target, there, subscription, own=False))
-    entries = target.ml.entries
-    return any(not entries[i].is_marker
-               for i in range(target.ml.floor_index(justified) + 1, ys.cursor.mdp_idx + 1))
+def cursor_ahead(x: Side, y: Side, subscription: str) -> int:
+    """Messages of W_Y the target's cursor (at its collection) acked beyond anything PIP-33 justifies: the
+    source's own UPDATEs and snapshots <= its markDeletePosition in W_X, and the UPDATE copies in W_Y. With no
+    claim of the source in its window, PIP-33 predicts nothing: 0."""
+    claims = _told(x, y.cluster, subscription, own=True)
+    if not claims:
+        return 0
+    justified = y.topic.ml.floor_index(max(claims + _told(y, y.cluster, subscription, own=False)))
+    mdp, entries = y.primary.cursors[subscription].mdp_idx, y.topic.ml.entries
+    return sum(1 for i in y.primary.window if justified < i <= mdp and not entries[i].is_marker)
 
 
-def _in_window(topic: Topic, pos) -> bool:
-    return topic.ml.floor_index(pos) > topic.replicated_cursor_floor()
+def _snapshot_findings(world: World, topic: Topic, read: Read) -> list[str]:
+    """snapshot_timeout / snapshot_stale on the cluster's own window at its collection instant t_c (the answer's)."""
+    entries, now, out = topic.ml.entries, read.answered_ms, []
+    own = [entries[i] for i in read.window if entries[i].is_marker and entries[i].replicated_from is None]
+    done = {e.marker.snapshot_id for e in own if e.marker_type == SNAPSHOT}
+    first_asked: dict[str, int] = {}
+    for e in own:
+        if e.marker_type == SNAPSHOT_REQUEST and e.marker.snapshot_id not in done:
+            first_asked.setdefault(e.marker.snapshot_id, e.publish_ms)
+    if any(now - t > topic.settings.snapshot_timeout_ms for t in first_asked.values()):
+        out.append("pulsar.snapshot_timeout")
+    replicated = any(s.replicated for n, s in topic.subscriptions.items() if n in read.cursors)
+    last_snap = max((e.publish_ms for e in own if e.marker_type == SNAPSHOT), default=None)
+    data = [entries[i].publish_ms for i in read.window if not entries[i].is_marker
+            and (last_snap is None or entries[i].publish_ms > last_snap)]
+    if replicated and topic.replicators and data and (now - min(data)) // 1000 > world.config.snapshot_max_age_s:
+        out.append("pulsar.snapshot_stale")
+    return out
 
 
 def topic_findings(world: World, topic: Topic) -> list[dict[str, Any]]:
-    """Findings about one topic on one cluster that do not depend on a failover pair."""
-    cfg, out = world.config, []
-    base = {"cluster": topic.cluster_name, "topic": topic.name}
-    for remote, rep in sorted(topic.replicators.items()):
-        if not rep.connected:
+    """Findings about one topic on one cluster that do not depend on a failover pair, at its collection."""
+    col: Collection = world.reads.collections[(topic.cluster_name, topic.name)]
+    out, base = [], {"cluster": topic.cluster_name, "topic": topic.name}
+    for remote, (connected, backlog) in sorted(col.replication.items()):
+        if not connected:
             out.append({"check": "pulsar.replicator_disconnected", **base, "target_cluster": remote})
-        if rep.backlog() > cfg.replicator_backlog_max:
+        if backlog > world.config.replicator_backlog_max:
             out.append({"check": "pulsar.replicator_backlog", **base, "target_cluster": remote,
-                        "entry_count": rep.backlog()})
-        if topic.cluster_name not in rep.remote.replicators:  # the target does not replicate back
+                        "entry_count": backlog})
+        if topic.cluster_name not in topic.replicators[remote].remote.replicators:  # the target does not replicate back
             for sub_name, sub in sorted(topic.subscriptions.items()):
-                if sub.replicated:
+                if sub.replicated and sub_name in col.read.cursors:
                     out.append({"check": "pulsar.replicated_subscription_one_way", **base,
                                 "subscription": sub_name, "target_cluster": remote})
-    ctl = topic.controller
-    if ctl is None:
-        return out
-    timeout_ms = topic.settings.snapshot_timeout_ms
-    if any(r.completed_ms is None and world.as_of_ms - r.start_ms > timeout_ms
-           and any(_in_window(topic, p) for p in r.request_positions) for r in ctl.records.values()):
-        out.append({"check": "pulsar.snapshot_timeout", **base})
-    done = [r for r in ctl.records.values() if r.completed_ms is not None]
-    if done:
-        newest = max(done, key=lambda r: r.completed_ms)
-        snap = [e for e in topic.ml.entries if e.marker_type == SNAPSHOT and e.marker.snapshot_id == newest.snapshot_id]
-        age_ms = world.as_of_ms - newest.completed_ms
-        if snap and _in_window(topic, snap[0].position) and age_ms > cfg.snapshot_max_age_s * 1000 \
-                and (topic.last_data_ms or 0) > newest.completed_ms:
-            out.append({"check": "pulsar.snapshot_stale", **base})
+    out += [{"check": check, **base} for check in _snapshot_findings(world, topic, col.read)]
     return out
 
 
@@ -168,19 +146,23 @@ def world_truth(world: World) -> dict[str, Any]:
     """Every failover row and finding of the world (all clusters)."""
     failover, findings = [], []
     for meta in world.scenarios:
-        for name, sub, src, dst in failover_pairs(world, meta):
-            counts = failover_counts(src, dst, sub)
-            key = {"topic": name, "subscription": sub, "source_cluster": src.cluster_name,
-                   "target_cluster": dst.cluster_name}
-            failover.append({**key, **{k: counts[k] for k in ("redelivered", "skipped", "lost")}})
-            counts = {**counts, "redelivered": redelivery_finding(world, name, counts)}
-            base = {"cluster": src.cluster_name, "topic": name, "subscription": sub,
-                    "target_cluster": dst.cluster_name}
-            for field, check in _FAILOVER_CHECKS:  # only failing over from where consumers were served
-                if counts[field] and src.subscriptions[sub].consumed():
-                    findings.append({"check": check, **base, "entry_count": counts[field]})
-            if _cursor_ahead(src, dst, sub):
-                findings.append({"check": "pulsar.target_cursor_ahead", **base})
+        for name, src, dst, subs in failover_pairs(world, meta):
+            x, y = side(world, src), side(world, dst)
+            pair: PairTruth = pair_truth(x, y)
+            for sub in subs:
+                counts = failover_counts(pair, sub)
+                key = {"topic": name, "subscription": sub, "source_cluster": x.cluster, "target_cluster": y.cluster}
+                counts["redelivery_lag"] = counts["lag"]
+                failover.append({**key, **{k: counts[k] for k in ROW_FIELDS}})
+                counts = {**counts, "redelivered": redelivery_finding(world, name, counts)}
+                base = {"cluster": x.cluster, "topic": name, "subscription": sub, "target_cluster": y.cluster}
+                consumed = world.reads.collections[(x.cluster, name)].consumed.get(sub, False)
+                for field, check in _FAILOVER_CHECKS:  # only failing over from where consumers were served
+                    if counts[field] and consumed:
+                        findings.append({"check": check, **base, "entry_count": counts[field]})
+                ahead = cursor_ahead(x, y, sub)
+                if ahead:
+                    findings.append({"check": "pulsar.target_cursor_ahead", **base, "entry_count": ahead})
         for name in meta.topics:
             for cluster in meta.clusters:
                 findings.extend(topic_findings(world, world.topic(cluster, name)))
@@ -191,6 +173,7 @@ def cluster_truth(world: World, cluster: str, everything: dict[str, Any] | None 
     everything = everything or world_truth(world)
     return {
         "system": "pulsar", "cluster": cluster, "seed": world.config.seed, "as_of_ms": world.as_of_ms,
+        "collected_at_ms": world.reads.collected_at[cluster],
         "scenarios": [{"name": m.name, "topic": m.topic, "description": m.description}
                       for m in world.scenarios if cluster in m.clusters],
         "faults": [f for m in world.scenarios for f in m.faults if f.get("cluster") == cluster],

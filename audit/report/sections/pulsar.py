@@ -75,14 +75,20 @@ def _item(key: tuple) -> dict[str, Any]:
     return dict(zip(("topic", "subscription", "source_cluster", "target_cluster"), key))
 
 
+SCORED = (*FAILOVER_COUNTS, "unsettled", "ambiguous")   # compared where both the truth and the row carry them
+
+
 def failover_scorecard(truths: list[Mapping[str, Any]], rows: Iterable[Mapping[str, Any]] | None,
                        limit: int) -> dict[str, Any] | None:
     """Every ground-truth `failover` row against the metrics/pulsar_failover row of the same (topic, subscription,
-    source, target): matched, mismatched (both counts), missing; rows the lab does not list are unexpected
-    (scored only for sources that have ground truth). None when no ground truth carries `failover`."""
+    source, target): matched, mismatched (every count both carry: FAILOVER_COUNTS, and unsettled / ambiguous when
+    present), missing; rows the lab does not list are unexpected (scored only for sources that have ground
+    truth). `by_seed`: the same per lab seed (the source cluster's), with its clusters. None when no ground truth
+    carries `failover`."""
     if not any("failover" in t for t in truths):
         return None
     lab_sources = {t.get("cluster") for t in truths if "failover" in t}
+    seed_of = {t.get("cluster"): t.get("seed") for t in truths if "failover" in t}
     got: dict[tuple, Mapping[str, Any]] = {}
     unexpected = []
     for r in rows or ():
@@ -98,22 +104,37 @@ def failover_scorecard(truths: list[Mapping[str, Any]], rows: Iterable[Mapping[s
         for f in t.get("failover", []):
             key = _key(f)
             wanted.add(key)
-            expected = {k: f.get(k) for k in FAILOVER_COUNTS}
             row = got.get(key)
+            scored = [k for k in SCORED if f.get(k) is not None and (row is None or row.get(k) is not None)]
+            expected = {k: f.get(k) for k in scored}
             if row is None:
                 missing.append({**_item(key), "expected": expected})
                 continue
-            actual = {k: row.get(k) for k in FAILOVER_COUNTS}
+            actual = {k: row.get(k) for k in scored}
             (matched if actual == expected else mismatched).append(
                 {**_item(key), "expected": expected, **({"got": actual} if actual != expected else {})})
     for key, r in got.items():
         if key not in wanted:
             unexpected.append({**_item(key), **{k: r.get(k) for k in FAILOVER_COUNTS}})
+    by_seed: dict[Any, dict[str, Any]] = {}
+    for c in sorted(c for c in seed_of if c):
+        by_seed.setdefault(seed_of[c], {"clusters": [], **{k: 0 for k in _OUTCOMES}})["clusters"].append(c)
+    for kind, items in (("matched", matched), ("mismatched", mismatched), ("missing", missing),
+                        ("unexpected", unexpected)):
+        for i in items:
+            by_seed.setdefault(seed_of.get(i["source_cluster"]), {"clusters": [], **{k: 0 for k in _OUTCOMES}})
+            by_seed[seed_of.get(i["source_cluster"])][kind] += 1
+            if kind != "unexpected":
+                by_seed[seed_of.get(i["source_cluster"])]["expected"] += 1
     return {"expected": len(wanted), "matched": len(matched), "mismatched": len(mismatched),
             "missing": len(missing), "unexpected": len(unexpected),
             "perfect": not (mismatched or missing or unexpected),
             "mismatched_items": mismatched[:limit], "missing_items": missing[:limit],
-            "unexpected_items": unexpected[:limit]}
+            "unexpected_items": unexpected[:limit],
+            "by_seed": {str(seed): v for seed, v in sorted(by_seed.items(), key=lambda kv: (kv[0] is None, kv[0]))}}
+
+
+_OUTCOMES = ("expected", "matched", "mismatched", "missing", "unexpected")
 
 
 # -- report section ------------------------------------------------------------------------
@@ -123,7 +144,7 @@ COVERAGE = ("metrics", "pulsar_coverage")            # what the audit could not 
 COVERAGE_FIELDS = ("cluster", "topic", "subscription", "target_cluster", "what", "entry_count", "detail")
 # what pulsar_metrics / failover_scorecard read (to_acknowledge lists can be large: left out)
 _FAILOVER_COLUMNS = ("topic", "subscription", "source_cluster", "target_cluster", "compared", "complete",
-                     *FAILOVER_COUNTS)
+                     *FAILOVER_COUNTS, "unsettled", "ambiguous")
 PULSAR_KEY = ("check", "cluster", "topic", "subscription", "target_cluster")
 
 
@@ -223,6 +244,25 @@ def text(summary: Mapping[str, Any]) -> list[str]:
     if fo:
         lines.append(f"  lab failover: {fo.get('matched')}/{fo.get('expected')} matched, mismatched "
                      f"{fo.get('mismatched')}, missing {fo.get('missing')}, unexpected {fo.get('unexpected')}")
+        lines += _seed_lines(summary.get("lab") or {}, fo)
+    return lines
+
+
+def _seed_lines(lab: Mapping[str, Any], fo: Mapping[str, Any]) -> list[str]:
+    """One line per lab seed (a world of several clusters) when there are several: its findings (the lab's
+    per-cluster counts added up) and its failover rows."""
+    seeds = fo.get("by_seed") or {}
+    if len(seeds) < 2:
+        return []
+    per_cluster = lab.get("by_cluster") or {}
+    kinds = ("injected", "detected", "wrong_count", "missed", "false_alarms")
+    lines = []
+    for seed, s in seeds.items():
+        found = {k: sum((per_cluster.get(c) or {}).get(k, 0) for c in s["clusters"]) for k in kinds}
+        lines.append(f"    pulsar seed {seed} ({', '.join(s['clusters'])}): injected {found['injected']}, detected "
+                     f"{found['detected']}, wrong count {found['wrong_count']}, missed {found['missed']}, false alarms "
+                     f"{found['false_alarms']}; failover {s['matched']}/{s['expected']} matched, mismatched "
+                     f"{s['mismatched']}, missing {s['missing']}, unexpected {s['unexpected']}")
     return lines
 
 

@@ -40,7 +40,8 @@ INPUTS = {
                              ("dump_to_ledger", L), ("dump_to_entry", L), ("dump_complete", B)),
     "pulsar_cursors": struct(("cluster", S), ("topic", S), ("cursor", S), ("kind", S), ("remote_cluster", S),
                               ("replicated", B), ("mark_delete_ledger", L), ("mark_delete_entry", L),
-                              ("read_ledger", L), ("read_entry", L), ("individually_deleted", ArrayType(ACK_RANGE))),
+                              ("read_ledger", L), ("read_entry", L), ("individually_deleted", ArrayType(ACK_RANGE)),
+                              ("read", I), ("read_requested_ms", L), ("read_answered_ms", L)),
     "pulsar_entry_gaps": struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entry_id", L)),
     "pulsar_replication": struct(("cluster", S), ("topic", S), ("remote_cluster", S), ("connected", B),
                                   ("replication_backlog", L)),
@@ -57,7 +58,8 @@ STATE = struct(("kind", S), ("cluster", S), ("topic", S), ("name", S), ("cursor_
                 ("consumed_here", B), ("cluster_key", L), ("ledger_id", L), ("entry_id", L), ("marker_type", I),
                 ("publish_time_ms", L), ("replicated_from", S), ("replicate_to", ArrayType(S)),
                 ("snapshot_id", S), ("marker_source_cluster", S), ("marker_local_ledger", L),
-                ("marker_local_entry", L), ("marker_subscription", S), ("marker_clusters", ArrayType(CLUSTER_POSITION)))
+                ("marker_local_entry", L), ("marker_subscription", S), ("marker_clusters", ArrayType(CLUSTER_POSITION)),
+                ("read", I), ("read_requested_ms", L), ("read_answered_ms", L))
 # What crosses to Python per entry: numbers only (see audit_rows.py); names as xxhash64 codes.
 ENTRY_COLUMNS = ("cluster_key", "ledger_id", "entry_id", "producer_key", "sequence_id", "publish_time_ms",
                  "origin_key", "source_position_ledger", "source_position_entry", "marker_type")
@@ -67,7 +69,8 @@ FAILOVER = struct(
     ("window_from", S), ("window_to", S), ("compared", L), ("only_on_source", L), ("only_on_target", L),
     ("redelivered", L), ("skipped", L), ("lost", L), ("redelivered_ranges", S), ("skipped_ranges", S),
     ("to_acknowledge", S), ("to_acknowledge_count", L), ("complete", B), ("pairing_ambiguous", B), ("ambiguous", L),
-    ("redelivery_lag", L), ("redelivery_beyond_tolerance", L))
+    ("redelivery_lag", L), ("redelivery_beyond_tolerance", L), ("unsettled", L), ("after_source_window", L),
+    ("target_read_at_ms", L), ("source_read_before_ms", L), ("source_read_after_ms", L))
 SNAPSHOTS = struct(("cluster", S), ("topic", S), ("requests", L), ("responses", L), ("snapshots", L),
                     ("updates", L), ("unanswered_requests", L), ("timed_out", L), ("newest_snapshot_age_s", L),
                     ("replicated_subscriptions", I))
@@ -90,7 +93,8 @@ def _state(t: dict[str, DataFrame]) -> DataFrame:
     cursors = t["pulsar_cursors"].select(
         F.lit(arrow.CURSOR).alias("kind"), "cluster", "topic", F.col("cursor").alias("name"),
         F.col("kind").alias("cursor_kind"), "remote_cluster", "replicated", "mark_delete_ledger", "mark_delete_entry",
-        "read_ledger", "read_entry", "individually_deleted")
+        "read_ledger", "read_entry", "individually_deleted", F.coalesce("read", F.lit(0)).alias("read"),
+        "read_requested_ms", "read_answered_ms")
     replication = t["pulsar_replication"].select(F.lit(arrow.REPLICATION).alias("kind"), "cluster", "topic",
                                                  "remote_cluster", "connected", "replication_backlog")
     subs = t["pulsar_subscriptions"].select(F.lit(arrow.SUBSCRIPTION).alias("kind"), "cluster", "topic",

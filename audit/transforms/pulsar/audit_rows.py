@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from audit.domain.pulsar.acked import CursorAcks
 from audit.domain.pulsar.consumption import keep_consumed
 from audit.domain.pulsar.positions import Position
+from audit.domain.pulsar.reads import PRIMARY, CursorRead
 from audit.domain.pulsar.topic import ClusterSide, Cursor, Settings, TopicAudit, audit_topic
 from audit.domain.pulsar.window import NONE, Marker, Window, empty_window
 
@@ -70,8 +71,9 @@ def _windows(entries: pa.Table, keys: dict[str, int], extras: list[dict]) -> dic
     return out
 
 
-def _cursors(rows: pa.Table) -> list[tuple[str, Cursor]]:
-    """(cluster, Cursor) per cursor row; the individually-deleted ranges stay numpy columns."""
+def _cursors(rows: pa.Table) -> list[tuple[str, dict, Cursor]]:
+    """(cluster, the row's read columns, Cursor) per cursor row; the individually-deleted ranges stay numpy
+    columns."""
     ranges = rows.column("individually_deleted").combine_chunks()
     offsets = ranges.offsets.to_numpy()
     flat = ranges.values
@@ -81,8 +83,21 @@ def _cursors(rows: pa.Table) -> list[tuple[str, Cursor]]:
         a, b = (int(offsets[i]), int(offsets[i + 1])) if ranges[i].is_valid else (0, 0)
         acks = CursorAcks(Position(r["mark_delete_ledger"], r["mark_delete_entry"]),
                           _pos(r["read_ledger"], r["read_entry"]), *(c[a:b] for c in cols))
-        out.append((r["cluster"], Cursor(r["name"], r["cursor_kind"], acks, r["remote_cluster"],
-                                         bool(r["replicated"]))))
+        out.append((r["cluster"], r, Cursor(r["name"], r["cursor_kind"], acks, r["remote_cluster"],
+                                            bool(r["replicated"]))))
+    return out
+
+
+def _reads(cursors: list[tuple[str, dict, Cursor]]) -> dict[str, list[CursorRead]]:
+    """cluster -> every read of its cursors (the collection's and the rereads), with their instants."""
+    found: dict[tuple[str, int], tuple[dict, dict]] = {}
+    for cluster, r, cursor in cursors:
+        instants, named = found.setdefault((cluster, r["read"] or PRIMARY), ({}, {}))
+        instants.setdefault("at", (r["read_requested_ms"], r["read_answered_ms"]))
+        named[cursor.name] = cursor
+    out: dict[str, list[CursorRead]] = {}
+    for (cluster, number), (instants, named) in sorted(found.items()):
+        out.setdefault(cluster, []).append(CursorRead(number, *instants["at"], named))
     return out
 
 
@@ -110,8 +125,12 @@ def sides_of(entries: pa.Table, state: pa.Table) -> tuple[str, dict[str, Cluster
     for r in of_kind(GAPS).to_pylist():
         if r["gap_count"]:
             sides[r["cluster"]].complete = False
-    for cluster, cursor in _cursors(of_kind(CURSOR)):
-        sides[cluster].cursors[cursor.name] = cursor
+    cursors = _cursors(of_kind(CURSOR))
+    for cluster, r, cursor in cursors:
+        if (r["read"] or PRIMARY) == PRIMARY:
+            sides[cluster].cursors[cursor.name] = cursor
+    for cluster, reads in _reads(cursors).items():
+        sides[cluster].reads = tuple(reads)
     for r in of_kind(REPLICATION).to_pylist():
         sides[r["cluster"]].replication[r["remote_cluster"]] = (r["connected"], r["replication_backlog"])
     repl: dict[str, set[str]] = {}

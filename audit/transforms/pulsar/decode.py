@@ -21,6 +21,7 @@ from audit.formats.errors import PayloadError
 from audit.formats.pulsar.broker_version import decode_broker_version
 from audit.formats.pulsar.dump_window import decode_dump_window
 from audit.formats.pulsar.entry import EntryGap, decode_entry_line, dump_lines, line_source
+from audit.formats.pulsar.read_instant import READ_SUFFIX, REREAD_BODY, REREADS, decode_read_instant
 from audit.formats.pulsar.repl_status import decode_replicated_status
 from audit.formats.pulsar.stats import decode_topic_stats
 from audit.formats.pulsar.stats_internal import decode_stats_internal
@@ -29,12 +30,14 @@ SYSTEM = "pulsar"
 TOPICS, LEDGERS, CURSORS, ENTRIES, GAPS, REPLICATION, SUBSCRIPTIONS, BROKERS, QUARANTINE = (
     "pulsar_topics", "pulsar_ledgers", "pulsar_cursors", "pulsar_entries", "pulsar_entry_gaps",
     "pulsar_replication", "pulsar_subscriptions", "pulsar_brokers", "quarantine")
-DUMP_WINDOW, SUB_STATUS = "_dump_window", "_subscription_status"  # partial rows, joined in Spark
+DUMP_WINDOW, SUB_STATUS, READ_INSTANT = "_dump_window", "_subscription_status", "_read_instant"  # partial rows
+PRIMARY = 0   # the `read` of the collection's own stats-internal.json; rereads carry their pass number
 METADATA_HEADERS = "metadata_headers"  # an entry row's extra column (see above), dropped by normalize
 # payload_kind values in quarantine
 STATS_INTERNAL, STATS, REPL_STATUS, DUMP_CHUNK, DUMP_JSON, COLLECTION, BROKER_VERSION, UNKNOWN = (
     "stats-internal", "stats", "replicated-status", "dump-chunk", "dump-window", "collection", "broker-version",
     "unknown")
+REREAD, READ = "reread", "read-instant"
 BROKER_VERSION_FILE = "broker-version.txt"  # the collector's key (collector.py BROKER_VERSION_KEY)
 _CHUNK = re.compile(r"(\d+)-(\d+)\.jsonl")
 Row = tuple[str, dict]
@@ -53,14 +56,16 @@ def classify(source_key: str) -> tuple[str, str | None, str, list[str]] | None:
     if len(parts) < 3 or parts[0] != SYSTEM:
         return None
     cluster, rest = parts[1], parts[2:]
-    if rest == ["collection.json"]:
+    if rest in (["collection.json"], ["reread.json"]):
         return cluster, None, COLLECTION, rest
     if rest == [BROKER_VERSION_FILE]:
         return cluster, None, BROKER_VERSION, rest
     if rest[0] != "topics" or len(rest) < 5:
         return cluster, None, UNKNOWN, rest
     topic, below = "persistent://" + "/".join(rest[1:4]), rest[4:]
-    if below == ["stats-internal.json"]:
+    if below and below[-1].endswith(READ_SUFFIX):
+        kind = READ
+    elif below == ["stats-internal.json"]:
         kind = STATS_INTERNAL
     elif below == ["stats.json"]:
         kind = STATS
@@ -70,9 +75,25 @@ def classify(source_key: str) -> tuple[str, str | None, str, list[str]] | None:
         kind = REPL_STATUS
     elif len(below) == 3 and below[0] == "dump" and below[2].endswith(".jsonl"):
         kind = DUMP_CHUNK
+    elif len(below) == 3 and below[0] == REREADS and _pass(below[1]) and below[2] == REREAD_BODY:
+        kind = REREAD
     else:
         kind = UNKNOWN
     return cluster, topic, kind, below
+
+
+def _pass(text: str) -> int | None:
+    """A reread pass number (1, 2, ...) or None."""
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def read_number(below: list[str]) -> int | None:
+    """Which read of the topic's cursors a file below the topic folder is: PRIMARY, a reread's pass, else None."""
+    if below == ["stats-internal.json"]:
+        return PRIMARY
+    if len(below) == 3 and below[0] == REREADS and below[2] == REREAD_BODY:
+        return _pass(below[1])
+    return None
 
 
 def decode_file(source_key: str, data: bytes) -> list[Row]:
@@ -98,6 +119,21 @@ def _broker_version(cluster: str, topic: None, below: list[str], key: str, data:
     yield BROKERS, {"cluster": cluster, "broker_version": decode_broker_version(data, key), "source_key": key}
 
 
+def _read_instant(cluster: str, topic: str, below: list[str], key: str, data: bytes) -> Iterator[Row]:
+    """The sidecar is checked whatever it describes; only the instants of cursor reads are used."""
+    instant = decode_read_instant(data, key)
+    body = below[:-1] + [below[-1][:-len(READ_SUFFIX)]]
+    read = read_number(body)
+    if read is not None:
+        yield READ_INSTANT, {"cluster": cluster, "topic": topic, "read": read,
+                             "read_requested_ms": instant.requested_at_ms, "read_answered_ms": instant.answered_at_ms}
+
+
+def _reread(cluster: str, topic: str, below: list[str], key: str, data: bytes) -> Iterator[Row]:
+    """A reread's internal stats: its cursors only (the window and ledgers are the collection's)."""
+    yield from _cursor_rows(cluster, topic, decode_stats_internal(data, key), key, read_number(below))
+
+
 def _stats_internal(cluster: str, topic: str, below: list[str], key: str, data: bytes) -> Iterator[Row]:
     si = decode_stats_internal(data, key)
     lce = si.last_confirmed_entry
@@ -109,6 +145,10 @@ def _stats_internal(cluster: str, topic: str, below: list[str], key: str, data: 
         yield LEDGERS, {"cluster": cluster, "topic": topic, "ledger_id": lg.ledger_id,
                         "entries": si.current_ledger_entries if is_open else lg.entries,
                         "size": si.current_ledger_size if is_open else lg.size, "is_open": is_open}
+    yield from _cursor_rows(cluster, topic, si, key, PRIMARY)
+
+
+def _cursor_rows(cluster: str, topic: str, si, key: str, read: int) -> Iterator[Row]:
     for c in si.cursors.values():
         rp = c.read_position
         yield CURSORS, {
@@ -119,7 +159,7 @@ def _stats_internal(cluster: str, topic: str, below: list[str], key: str, data: 
             "individually_deleted": [{"from_ledger": lo.ledger_id, "from_entry": lo.entry_id,
                                       "to_ledger": hi.ledger_id, "to_entry": hi.entry_id}
                                      for lo, hi in c.individually_deleted],
-            "state": c.state, "source_key": key}
+            "state": c.state, "read": read, "source_key": key}
 
 
 def _stats(cluster: str, topic: str, below: list[str], key: str, data: bytes) -> Iterator[Row]:
@@ -151,7 +191,7 @@ def _dump_window(cluster: str, topic: str, below: list[str], key: str, data: byt
 
 
 _DECODERS = {STATS_INTERNAL: _stats_internal, STATS: _stats, REPL_STATUS: _repl_status, DUMP_JSON: _dump_window,
-             BROKER_VERSION: _broker_version}
+             BROKER_VERSION: _broker_version, REREAD: _reread, READ: _read_instant}
 
 
 def _entry_row(cluster: str, topic: str, key: str, rec) -> dict:

@@ -3,7 +3,8 @@
 Every raw file (dump chunks included, 1e5+ lines per topic) is decoded in the executors by
 audit/transforms/pulsar/decode.py's decode_file inside mapInArrow; the driver only lists files. Partial rows are joined
 here: topics = stats-internal + dump.json, subscriptions = stats (flags and consumption evidence) +
-replicatedSubscriptionStatus, and a cursor is `replicated` by its property or by its subscription's
+replicatedSubscriptionStatus, cursors = every read of them (the collection's stats-internal.json and the rereads) +
+the instant of that read (its `.read.json`), and a cursor is `replicated` by its property or by its subscription's
 `isReplicated` in stats.
 
 What cannot be judged is said, never judged (each becomes a quarantine row, which the report lists as a coverage
@@ -31,7 +32,9 @@ TOPICS = struct(("cluster", S), ("topic", S), ("state", S), ("last_confirmed_led
 LEDGERS = struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entries", L), ("size", L), ("is_open", B))
 CURSORS = struct(("cluster", S), ("topic", S), ("cursor", S), ("kind", S), ("remote_cluster", S),
                   ("replicated", B), ("mark_delete_ledger", L), ("mark_delete_entry", L), ("read_ledger", L),
-                  ("read_entry", L), ("individually_deleted", ArrayType(ACK_RANGE)), ("state", S), ("source_key", S))
+                  ("read_entry", L), ("individually_deleted", ArrayType(ACK_RANGE)), ("state", S),
+                  # which read (0: the collection's, n: reread pass n) and when (null: not recorded)
+                  ("read", I), ("read_requested_ms", L), ("read_answered_ms", L), ("source_key", S))
 ENTRIES = struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entry_id", L), ("producer_name", S),
                   ("sequence_id", L), ("publish_time_ms", L), ("replicated_from", S), ("replicate_to", ArrayType(S)),
                   ("source_position_ledger", L), ("source_position_entry", L), ("marker_type", I),
@@ -139,7 +142,11 @@ def normalize(spark: SparkSession, raw_dir: str) -> Cached:
                      .withColumn("source_key", F.coalesce("_k1", "_k2")))
     flags = part(rows.SUBSCRIPTIONS, keys + ["subscription", "is_replicated"]).withColumnRenamed(
         "subscription", "cursor")
-    cursors = (part(rows.CURSORS, CURSORS.fieldNames()).join(flags, keys + ["cursor"], "left")
+    instant_cols = ["read_requested_ms", "read_answered_ms"]
+    instants = (part(rows.READ_INSTANT, keys + ["read"] + instant_cols).groupBy(*keys, "read")
+                .agg(*(F.min(c).alias(c) for c in instant_cols)))   # one sidecar per body; min() if imported twice
+    cursors = (part(rows.CURSORS, [c for c in CURSORS.fieldNames() if c not in instant_cols])
+               .join(flags, keys + ["cursor"], "left").join(instants, keys + ["read"], "left")
                .withColumn("replicated", F.col("replicated") | F.coalesce(F.col("is_replicated"), F.lit(False)))
                .select(*CURSORS.fieldNames()))
     tables = {name: part(name, schema.fieldNames()) for name, schema in SCHEMAS.items()}

@@ -1,5 +1,6 @@
 """PulsarCollector end to end against the loopback fake admin API, into a DirSink."""
 import base64
+import itertools
 import json
 import logging
 
@@ -10,6 +11,7 @@ from audit.collectors.pulsar.collector import PulsarCollector, PulsarConfigError
 from audit.config.model import SecretRef, Timeouts
 from audit.config.pulsar import PulsarCluster, PulsarDump
 from audit.config.secrets import SecretError, SecretResolver
+from audit.formats.pulsar.read_instant import encode_read_instant
 from audit.formats.pulsar.entry import EntryGap, EntryRecord, decode_entry_line
 from tests.collectors.pulsar.admin_fake import (ORDERS_STATS_INTERNAL, ORDERS_WINDOW, Answer, FakePulsarAdmin, html,
                                      orders_stats, real_body, reason, standard_estate)
@@ -64,15 +66,25 @@ def gap_line(ledger, entry_id, status, error, content_type):
 
 
 def test_full_collection_raw_keys_and_bytes(fake, tmp_path):
-    report = run(fake, tmp_path)
+    clock = itertools.count(1000)   # every read instant is the next tick: the order of the reads, exactly
+    report = run(fake, tmp_path, collector=PulsarCollector(sleep=lambda s: None, now_ms=clock.__next__))
     got = files(tmp_path)
     partition_keys = [f"topics/acme/orders/payments-partition-{i}/{k}" for i in range(2) for k in
                       ["dump.json", "dump/0/0-1.jsonl", "dump/0/2-3.jsonl", "dump/0/4-5.jsonl", "dump/0/6-7.jsonl",
-                       "dump/0/8-8.jsonl", "stats-internal.json", "stats.json"]]
+                       "dump/0/8-8.jsonl", "stats-internal.json", "stats-internal.json.read.json", "stats.json",
+                       "stats.json.read.json"]]
     assert sorted(got) == sorted(["broker-version.txt", "collection.json"] + [ORDERS + k for k in [
         "dump.json", "dump/10/2-3.jsonl", "dump/10/4-4.jsonl", "dump/12/0-1.jsonl", "dump/12/2-3.jsonl",
-        "stats-internal.json", "stats.json", "subscriptions/audit%2Fsub%201/replicated-status.json",
-        "subscriptions/orders-sub/replicated-status.json"]] + partition_keys)
+        "stats-internal.json", "stats-internal.json.read.json", "stats.json", "stats.json.read.json",
+        "subscriptions/audit%2Fsub%201/replicated-status.json",
+        "subscriptions/audit%2Fsub%201/replicated-status.json.read.json",
+        "subscriptions/orders-sub/replicated-status.json",
+        "subscriptions/orders-sub/replicated-status.json.read.json"]] + partition_keys)
+    base = fake.url + "/admin/v2/persistent/acme/orders/orders"
+    assert got[ORDERS + "stats-internal.json.read.json"] == encode_read_instant(base + "/internalStats", 1000, 1001)
+    assert got[ORDERS + "stats.json.read.json"] == encode_read_instant(base + "/stats", 1002, 1003)
+    assert got[ORDERS + "subscriptions/audit%2Fsub%201/replicated-status.json.read.json"] == encode_read_instant(
+        base + "/subscription/audit%2Fsub%201/replicatedSubscriptionStatus", 1004, 1005)
     assert got["broker-version.txt"] == b"3.0.12"   # as the broker sent it: bare text, once per cluster
     assert fake.paths(r"^/admin/v2/brokers/version$") == ["/admin/v2/brokers/version"]
     assert got[ORDERS + "stats-internal.json"] == ORDERS_STATS_INTERNAL
@@ -99,7 +111,8 @@ def test_full_collection_raw_keys_and_bytes(fake, tmp_path):
         "basis": "smallest markDeletePosition: subscription cursor orders-sub",
         "ledgers": [{"ledger_id": 10, "entries": 3}, {"ledger_id": 12, "entries": 4}],
         "entries_expected": 7, "entries_read": 7, "entries_failed": 0, "entries_not_fetched": 0,
-        "complete": True, "reason": "every position in the window was read"}
+        "complete": True, "reason": "every position in the window was read",
+        "read_started_at_ms": 1008, "read_finished_at_ms": 1015}   # 4 chunks, one tick before and after each
     assert report.gaps == []
     assert report.counts == {
         "topics_discovered": 3, "topics_collected": 3, "topics_dumped": 3, "keys_stored": 9, "entries_read": 25,

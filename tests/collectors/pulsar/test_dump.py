@@ -1,5 +1,6 @@
 """The dump part of PulsarCollector: moving topics, resume, concurrency bound, cap, reader complement."""
 import base64
+import itertools
 import json
 
 import pytest
@@ -56,25 +57,44 @@ class CrashingSink(DirSink):
         super().put(relative_key, data)
 
 
+def _timeless(got: dict) -> dict:
+    """The evidence without what depends on when it was read: read.json sidecars, dump.json's read instants."""
+    out = {}
+    for key, data in got.items():
+        if key.endswith(".read.json") or key == "collection.json":
+            continue
+        if key.endswith("/dump.json"):
+            doc = json.loads(data)
+            data = {k: v for k, v in doc.items() if k not in ("read_started_at_ms", "read_finished_at_ms")}
+        out[key] = data
+    return out
+
+
 def test_resume_skips_what_an_interrupted_attempt_stored(fake, tmp_path):
     fresh = run(fake, tmp_path / "fresh")
     fake.requests.clear()
     root = tmp_path / "resumed"
     with pytest.raises(OSError):
-        run(fake, root, sink=CrashingSink(root, ORDERS + "dump/12/0-1.jsonl"))
+        run(fake, root, sink=CrashingSink(root, ORDERS + "dump/12/0-1.jsonl"),
+            collector=PulsarCollector(sleep=lambda s: None, now_ms=itertools.count(1000).__next__))
     assert sorted(files(root)) == ["broker-version.txt"] + [ORDERS + k for k in (
-        "dump/10/2-3.jsonl", "dump/10/4-4.jsonl", "stats-internal.json", "stats.json",
-        "subscriptions/audit%2Fsub%201/replicated-status.json", "subscriptions/orders-sub/replicated-status.json")]
+        "dump/10/2-3.jsonl", "dump/10/4-4.jsonl", "stats-internal.json", "stats-internal.json.read.json",
+        "stats.json", "stats.json.read.json", "subscriptions/audit%2Fsub%201/replicated-status.json",
+        "subscriptions/audit%2Fsub%201/replicated-status.json.read.json",
+        "subscriptions/orders-sub/replicated-status.json", "subscriptions/orders-sub/replicated-status.json.read.json")]
+    interrupted = files(root)
     fake.requests.clear()
-    report = run(fake, root)
+    report = run(fake, root, collector=PulsarCollector(sleep=lambda s: None, now_ms=itertools.count(5000).__next__))
     orders_paths = [p for p in fake.requests if "/orders/orders/" in p]
     assert sorted(orders_paths) == [ORDERS_ENTRY + f"12/entry/{e}" for e in range(4)]  # nothing stored is asked again
     assert (report.counts["keys_resumed"], report.counts["chunks_resumed"], report.counts["chunks_written"]) == (
         5, 2, 12)   # the broker version and the orders topic's four files
     assert report.counts["entries_read"] == fresh.counts["entries_read"] == 25
-    evidence = {k: v for k, v in files(tmp_path / "fresh").items() if k != "collection.json"}
     stored = files(root)
-    assert {k: v for k, v in stored.items() if k != "collection.json"} == evidence  # as if never interrupted
+    assert _timeless(stored) == _timeless(files(tmp_path / "fresh"))  # as if never interrupted
+    assert all(stored[k] == v for k, v in interrupted.items())   # the first attempt's read instants are kept
+    summary = json.loads(stored[ORDERS + "dump.json"])   # only this attempt's reads: the two chunks of ledger 12
+    assert 5000 <= summary["read_started_at_ms"] < summary["read_finished_at_ms"]
     fake.requests.clear()
     again = run(fake, root)  # over a finished attempt: only discovery is asked, nothing is replaced
     assert fake.requests == ["/admin/v2/persistent/acme/orders", "/admin/v2/persistent/acme/orders/partitioned",

@@ -10,6 +10,7 @@ from audit.config.model import SecretRef
 from audit.config.pulsar import PulsarCluster
 from audit.config.secrets import SecretResolver
 from audit.formats.pulsar.entry import decode_dump_chunk
+from audit.formats.pulsar.read_instant import READ_SUFFIX, decode_read_instant
 from audit.lab.pulsar.admin_server import serve_pulsar_admin
 from audit.lab.pulsar.emit import emit_cluster
 from audit.lab.pulsar.runner import lab_world
@@ -18,10 +19,11 @@ AS_OF_MS = 1_795_440_000_000
 
 
 def _evidence(root: Path) -> tuple[dict[str, bytes], dict[str, set]]:
-    """(every non-dump file by key, dumped entries per topic folder decoded from their chunks)."""
+    """(every non-dump file by key, dumped entries per topic folder decoded from their chunks). Read instants
+    (.read.json) are left out: they say when, not what."""
     files, entries = {}, {}
     for path in sorted(root.rglob("*")):
-        if not path.is_file() or path.name in ("collection.json", "dump.json"):
+        if not path.is_file() or path.name in ("collection.json", "dump.json") or path.name.endswith(READ_SUFFIX):
             continue
         key = path.relative_to(root).as_posix()
         if "/dump/" in key:
@@ -51,6 +53,17 @@ def test_collector_over_http_matches_direct_emission(tmp_path):
     assert http_entries == direct_entries
     assert sum(len(v) for v in http_entries.values()) == report.counts["entries_read"] > 100
     assert "lab-token" not in "".join(repr(v) for v in http_files.values())
+    # every admin body of a topic has its read instant, the URL it was read from
+    http = tmp_path / "http"
+    sidecars = {p.relative_to(http).as_posix(): p for p in http.rglob("*" + READ_SUFFIX)}
+    assert sorted(sidecars) == sorted(k + READ_SUFFIX for k in http_files if k.startswith("topics/")
+                                      and "/dump/" not in k)
+    for key, path in sidecars.items():
+        read = decode_read_instant(path.read_bytes(), key)
+        assert read.url.startswith(url + "/admin/v2/persistent/") and read.requested_at_ms <= read.answered_at_ms
+    direct = sorted(p.relative_to(tmp_path / "direct").as_posix()
+                    for p in (tmp_path / "direct").rglob("*" + READ_SUFFIX))
+    assert direct in ([], sorted(sidecars))   # the lab, when it writes instants, writes them for the same bodies
 
 
 def test_collector_stores_the_broker_version_the_lab_cluster_runs(tmp_path):

@@ -28,7 +28,9 @@ def _collect(world, cluster: str, raw: Path):
     namespaces = sorted({t.name.split("//")[1].rsplit("/", 1)[0] for t in world.topics_of(cluster)})
     with serve_pulsar_admin(world, cluster) as url:
         spec = PulsarCluster(name=cluster, source="admin", admin_url=url, namespaces=tuple(namespaces))
-        return PulsarCollector().collect(spec, DirSink(raw / "pulsar" / cluster), SecretResolver(environ={}))
+        # the loopback server answers with the world as of AS_OF_MS: that is when every read happens
+        return PulsarCollector(now_ms=lambda: AS_OF_MS).collect(spec, DirSink(raw / "pulsar" / cluster),
+                                                                SecretResolver(environ={}))
 
 
 def _rows(path: Path) -> list[dict]:

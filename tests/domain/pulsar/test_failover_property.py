@@ -79,11 +79,20 @@ def oracle(xs, ys, cx: CursorAcks, cy: CursorAcks, end, x_sent: set, y_sent: set
             return a == b
         return (s["producer"], s["sequence"]) == (t["producer"], t["sequence"])
 
+    def held_by_other(r, here):
+        return r["pos"] in on_y if here == "x" else copy_on_x[r["pos"]] is not None
+
     def below_other(rec, here, other, sent):
-        """A message of `here`'s window missing from `other`'s: on `other` below its window? Published there;
-        or published here, sent by the replicator, and older than every own message `other` holds."""
+        """A message of `here`'s window missing from `other`'s: on `other` below its window? Published there
+        (with its position there known: the other window's bounds are not given, so it is older; without it,
+        only when it precedes the first message of `other` that `other`'s window holds); or published here, sent
+        by the replicator, and older than every own message `other` holds."""
         if origin(rec, here) == other:
-            return True
+            if rec.get("source_position"):
+                return True
+            held = [P(r) for r in (x_msgs if here == "x" else y_msgs)
+                    if origin(r, here) == other and held_by_other(r, here)]
+            return bool(held) and P(rec) < min(held)
         own_seen = [P(r) for r in (x_msgs if here == "x" else y_msgs) if origin(r, here) == here and
                     (r["pos"] in on_y if here == "x" else copy_on_x[r["pos"]] is not None)]
         return origin(rec, here) == here and rec["pos"] in sent and all(P(rec) < p for p in own_seen)

@@ -32,7 +32,7 @@ def emitted(world):
 def test_without_token_everything_answers(world, emitted):
     with serve_pulsar_admin(world, "west") as url:
         topics = requests.get(f"{url}/admin/v2/persistent/lab/geo", timeout=5).json()
-        assert "persistent://lab/geo/orders-legacy-partition-1" in topics and len(topics) == 9
+        assert "persistent://lab/geo/orders-legacy-partition-1" in topics and len(topics) == 13
         assert requests.get(f"{url}/admin/v2/namespaces/lab/geo/topics", timeout=5).json() == topics
         assert requests.get(f"{url}/admin/v2/persistent/lab/geo/partitioned", timeout=5).json() == \
             ["persistent://lab/geo/orders-legacy"]

@@ -3,19 +3,24 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from audit.config.pulsar import PulsarCluster, PulsarDump
+from audit.contracts import RereadRequest
 from audit.domain.pulsar.rangeset import parse_individually_deleted
 from audit.formats.pulsar.entry import EntryRecord, decode_entry_line, dump_lines
+from audit.formats.pulsar.read_instant import decode_read_instant
 from audit.formats.pulsar.repl_status import decode_replicated_status
 from audit.formats.pulsar.stats import decode_topic_stats
 from audit.formats.pulsar.stats_internal import decode_stats_internal
 from audit.lab.pulsar.emit import emit_cluster
-from audit.lab.pulsar.runner import UnknownLabCluster, lab_world
+from audit.lab.pulsar.runner import UnknownLabCluster, lab_world, reread
 from audit.lab.pulsar.runner import collect as collect_lab_pulsar_cluster
 from audit.lab.pulsar.world import build_world
 from tests.lab.pulsar.payload_oracle import DictSink
@@ -64,7 +69,7 @@ def test_default_world_size(raw):
         entries = sum(json.loads(v)["entries_expected"] for k, v in raw[c].items() if k.endswith("dump.json"))
         total = sum(decode_stats_internal(v, k).entries_added for k, v in raw[c].items()
                     if k.endswith("stats-internal.json"))
-        assert 1000 <= entries and 2000 <= total <= 10_000
+        assert 1000 <= entries and 10_000 <= total <= 40_000
 
 
 def test_stats_internal_has_the_real_key_set(raw):
@@ -167,3 +172,110 @@ def test_dump_respects_chunk_size_and_cap():
 def test_unknown_lab_cluster_names_the_known_ones():
     with pytest.raises(UnknownLabCluster, match="'north'.*east, west, south"):
         collect_lab_pulsar_cluster(PulsarCluster(name="north", source="lab", lab={"seed": 7}), DictSink(), None, AS_OF)
+
+
+# -- read instants: each cluster at its own instant, then the rereads ---------------------------------------------
+def _instants(payloads):
+    return {k[:-len(".read.json")]: decode_read_instant(v, k) for k, v in payloads.items() if k.endswith(".read.json")}
+
+
+def test_every_admin_body_has_its_read_instant_before_as_of(raw):
+    for cluster, payloads in raw.items():
+        instants = _instants(payloads)
+        bodies = [k for k in payloads if k.endswith(("stats-internal.json", "stats.json", "replicated-status.json"))]
+        assert sorted(instants) == sorted(bodies)
+        for key, at in instants.items():
+            assert at.requested_at_ms <= at.answered_at_ms < AS_OF, key
+            assert at.url.startswith(f"lab://{cluster}/admin/v2/persistent/")
+        for key in (k for k in payloads if k.endswith("/dump.json")):
+            doc, folder = json.loads(payloads[key]), key[:-len("/dump.json")]
+            stats = instants[f"{folder}/stats.json"]
+            if doc["entries_read"]:   # the dump follows the topic's stats, inside its collection
+                assert stats.answered_at_ms < doc["read_started_at_ms"] <= doc["read_finished_at_ms"]
+            else:
+                assert doc["read_started_at_ms"] is doc["read_finished_at_ms"] is None
+
+
+def test_clusters_are_collected_a_gap_apart_while_traffic_goes_on(raw):
+    first = {c: min(at.requested_at_ms for at in _instants(p).values()) for c, p in raw.items()}
+    last = {c: max(at.answered_at_ms for at in _instants(p).values()) for c, p in raw.items()}
+    assert first["west"] - first["east"] == first["south"] - first["west"] == 60_000
+    assert last["east"] < first["west"] and last["west"] < first["south"]
+    # what east's collection saw is not what east holds at as_of: producers kept going
+    world = lab_world({"seed": 7}, AS_OF)[0]
+    si = decode_stats_internal(raw["east"][f"{HOLES}/stats-internal.json"], "si")
+    assert si.entries_added < len(world.topic("east", "persistent://lab/geo/orders-ack-holes").ml.entries)
+
+
+def _rereads(lab, clusters=("east", "west", "south")):
+    sinks = {c: DictSink() for c in clusters}
+    models = tuple(PulsarCluster(name=c, source="lab", lab=lab) for c in clusters)
+    for m in models:
+        collect_lab_pulsar_cluster(m, sinks[m.name], None, AS_OF)
+    collected = {c: sorted(s) for c, s in sinks.items()}
+    rereads = {c: DictSink() for c in clusters}
+    reports = reread(RereadRequest(models, lambda n: rereads[n], lambda n: collected[n], None, AS_OF, None))
+    return {c: dict(s) for c, s in rereads.items()}, reports, collected
+
+
+def test_rereads_read_every_collected_topic_twice_close_together():
+    out, reports, collected = _rereads({"seed": 7})
+    topics = {c: sorted(k[:-len("/stats-internal.json")] for k in keys if k.endswith("/stats-internal.json"))
+              for c, keys in collected.items()}
+    for c, payloads in out.items():
+        assert sorted(payloads) == sorted(f"{t}/rereads/{n}/stats-internal.json{s}" for t in topics[c]
+                                          for n in (1, 2) for s in ("", ".read.json"))
+        assert reports[c].counts == {"rereads": 2 * len(topics[c])} and reports[c].gaps == []
+        for key, body in payloads.items():
+            if not key.endswith(".read.json"):
+                decode_stats_internal(body, key)
+    # one topic: every cluster once, then every cluster again, a few ms apart, after every collection
+    folder = "topics/lab/geo3/payments"
+    at = {(n, c): decode_read_instant(out[c][f"{folder}/rereads/{n}/stats-internal.json.read.json"], c)
+          for c in out for n in (1, 2)}
+    order = sorted(at, key=lambda k: at[k].requested_at_ms)
+    assert order == [(1, "east"), (1, "west"), (1, "south"), (2, "east"), (2, "west"), (2, "south")]
+    assert all(at[a].answered_at_ms <= at[b].requested_at_ms for a, b in zip(order, order[1:]))
+    assert at[order[-1]].answered_at_ms - at[order[0]].requested_at_ms < 50
+    world = lab_world({"seed": 7}, AS_OF)[0]
+    assert at[order[0]].requested_at_ms > max(c.dump_at[1] for c in world.reads.collections.values())
+
+
+def test_a_topic_the_collection_did_not_store_is_not_reread():
+    sinks = {c: DictSink() for c in ("east", "west")}
+    models = tuple(PulsarCluster(name=c, source="lab", lab={"seed": 7}) for c in sinks)
+    out = {c: DictSink() for c in sinks}
+    keep = ["topics/lab/geo/orders-healthy/stats-internal.json"]
+    reports = reread(RereadRequest(models, lambda n: out[n], lambda n: keep, None, AS_OF, None))
+    assert sorted(out["east"]) == sorted(f"topics/lab/geo/orders-healthy/rereads/{n}/stats-internal.json{s}"
+                                         for n in (1, 2) for s in ("", ".read.json"))
+    assert reports["east"].counts == {"rereads": 2}
+
+
+_DIGEST = """
+import hashlib, sys
+from audit.config.pulsar import PulsarCluster
+from audit.contracts import RereadRequest
+from audit.lab.pulsar.runner import collect, reread
+sinks = {}
+class Sink(dict):
+    def put(self, k, v): self[k] = v
+models = tuple(PulsarCluster(name=c, source="lab", lab={"seed": 3, "messages": 40}) for c in ("east", "west", "south"))
+for m in models:
+    sinks[m.name] = Sink(); collect(m, sinks[m.name], None, 1_760_000_000_000)
+collected = {c: sorted(s) for c, s in sinks.items()}
+reread(RereadRequest(models, lambda n: sinks[n], lambda n: collected[n], None, 1_760_000_000_000, None))
+h = hashlib.sha256()
+for c in sorted(sinks):
+    for k in sorted(sinks[c]):
+        h.update(k.encode()); h.update(sinks[c][k])
+print(h.hexdigest())
+"""
+
+
+def test_same_mapping_same_bytes_in_other_processes():
+    """The reread task rebuilds the world in another process: collection and rereads must not depend on it."""
+    root = Path(__file__).resolve().parents[3]
+    digests = {subprocess.run([sys.executable, "-c", _DIGEST], cwd=root, capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    assert len(digests) == 1

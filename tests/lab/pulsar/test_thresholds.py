@@ -19,3 +19,16 @@ def test_estate_backlog_threshold_reaches_the_ground_truth(tmp_path):
     # a value in the lab mapping itself wins over the estate's
     assert _backlog_findings(tmp_path, "lab", {"replicator_backlog_max": 10},
                              lab={"seed": 7, "replicator_backlog_max": 10_000}) == []
+
+
+def test_the_estates_redelivery_tolerance_reaches_the_ground_truth(tmp_path):
+    def lagging(thresholds):
+        cluster = PulsarCluster(name="east", source="lab", lab={"seed": 7, "scenarios": ["standby-replicator-down"]})
+        _, truth = collect_lab_pulsar_cluster(cluster, DirSink(tmp_path / str(len(list(tmp_path.iterdir())))), None,
+                                              AS_OF_MS, thresholds)
+        return [f["entry_count"] for f in truth["findings"] if f["check"] == "pulsar.failover_redelivery"]
+
+    assert lagging(None) == [9]
+    assert lagging({"redelivery_tolerance": {"lab/geo": [9, 0]}}) == []        # no more than 9 messages
+    assert lagging({"redelivery_tolerance": {"*": [0, 3600]}}) == []           # none older than an hour
+    assert lagging({"redelivery_tolerance": {"*": [8, 60]}}) == [9]

@@ -10,6 +10,7 @@ import pytest
 
 from audit.formats.pulsar import markers
 from audit.formats.pulsar.entry import encode_entry_line, encode_gap_line
+from audit.formats.pulsar.read_instant import encode_read_instant
 from audit.transforms.pulsar import normalize as T
 import pyarrow.dataset as ds
 
@@ -58,6 +59,12 @@ def _raw(root: Path) -> Path:
     o = "pulsar/east/topics/t/ns/orders/"
     _write(raw, o + "stats-internal.json", json.dumps(STATS_INTERNAL).encode())
     _write(raw, o + "stats.json", json.dumps(STATS).encode())
+    # when each read happened (.read.json), and the reread of the cursors after every cluster was collected
+    _write(raw, o + "stats-internal.json.read.json", encode_read_instant("http://b/internalStats", T0, T0 + 40))
+    reread = {**STATS_INTERNAL, "cursors": {**STATS_INTERNAL["cursors"], "orders sub": _cur("8:0", "8:1")}}
+    _write(raw, o + "rereads/1/stats-internal.json", json.dumps(reread).encode())
+    _write(raw, o + "rereads/1/stats-internal.json.read.json", encode_read_instant(None, T0 + 60_000, T0 + 60_030))
+    _write(raw, o + "stats.json.read.json", b'{"requested_at_ms": 5, "answered_at_ms": 4}')
     _write(raw, o + "subscriptions/orders%20sub/replicated-status.json", json.dumps({ORDERS: True}).encode())
     _write(raw, o + "subscriptions/ghost/replicated-status.json", json.dumps({ORDERS: False}).encode())
     _write(raw, o + "dump.json", json.dumps({"topic": ORDERS, "from": "5:1", "to": "8:2", "complete": False}).encode())
@@ -124,13 +131,27 @@ def test_ledgers_take_open_counts_from_current_ledger(out):
 def test_cursors(out):
     got = {r["cursor"]: (r["kind"], r["remote_cluster"], r["replicated"], r["mark_delete_ledger"],
                          r["mark_delete_entry"], r["read_ledger"], r["read_entry"], r["individually_deleted"],
-                         r["state"]) for r in out[1]["pulsar_cursors"]}
+                         r["state"]) for r in out[1]["pulsar_cursors"] if r["read"] == 0}
     assert got == {
         "orders sub": ("subscription", None, True, 5, 1, 5, 4,
                        [{"from_ledger": 5, "from_entry": 2, "to_ledger": 5, "to_entry": 3}], "Open"),
         "plain": ("subscription", None, True, 8, -1, 8, 0, [], "Open"),  # isReplicated in stats
         "pulsar.repl.west": ("replicator", "west", False, 8, 2, 8, 3, [], "Open"),
         "transaction.subscription": ("subscription", None, False, 13, 2, 13, 3, [], "Open")}
+
+
+def test_every_read_of_the_cursors_with_its_instant(out):
+    got = sorted((r["topic"][len("persistent://t/ns/"):], r["read"], r["cursor"], r["mark_delete_ledger"],
+                  r["mark_delete_entry"], r["read_requested_ms"], r["read_answered_ms"])
+                 for r in out[1]["pulsar_cursors"] if r["topic"] == ORDERS)
+    assert got == [("orders", 0, "orders sub", 5, 1, T0, T0 + 40), ("orders", 0, "plain", 8, -1, T0, T0 + 40),
+                   ("orders", 0, "pulsar.repl.west", 8, 2, T0, T0 + 40),
+                   ("orders", 1, "orders sub", 8, 0, T0 + 60_000, T0 + 60_030),
+                   ("orders", 1, "plain", 8, -1, T0 + 60_000, T0 + 60_030),
+                   ("orders", 1, "pulsar.repl.west", 8, 2, T0 + 60_000, T0 + 60_030)]
+    txlog = {r["read"]: (r["read_requested_ms"], r["read_answered_ms"]) for r in out[1]["pulsar_cursors"]
+             if r["topic"] == "persistent://t/ns/txlog"}
+    assert txlog == {0: (None, None)}   # no .read.json: the instant is unknown, never invented
 
 
 def test_entries(out):
@@ -191,6 +212,7 @@ def test_quarantine_keeps_bookkeeper_rows_and_names_source_and_field(out):
                     ("pulsar", E + "orders/dump/5/2-4.jsonl", "dump-chunk"),
                     ("pulsar", E + "orders/dump/77/0-0.jsonl", "dump-chunk"),
                     ("pulsar", E + "orders/dump/8/0-2.jsonl", "dump-chunk"),
+                    ("pulsar", E + "orders/stats.json.read.json", "read-instant"),
                     # west's chunk has no dump.json beside it: not covered, by name
                     ("pulsar", "raw/pulsar/west/topics/t/ns/orders/dump/30/4-4.jsonl", "dump-window")]
     reasons = {r["source_key"]: r["reason"] for r in tables["quarantine"]}
@@ -204,7 +226,9 @@ def test_quarantine_keeps_bookkeeper_rows_and_names_source_and_field(out):
     assert reasons[E + "orders/dump/77/0-0.jsonl"] == (
         E + "orders/dump/77/0-0.jsonl: field ledger_id: expected a ledger of persistent://t/ns/orders (its "
             "stats-internal ledgers), got position 77:0 -- a position from a different topic")
-    assert counts["quarantine"] == 8 and counts["pulsar_entries"] == 4   # Pulsar's own quarantine rows and counts["pulsar_topics"] == 3
+    assert reasons[E + "orders/stats.json.read.json"] == (
+        E + "orders/stats.json.read.json: field answered_at_ms: expected at or after requested_at_ms (5), got 4")
+    assert counts["quarantine"] == 9 and counts["pulsar_entries"] == 4   # Pulsar's own quarantine rows and counts["pulsar_topics"] == 3
 
 
 def test_no_pulsar_raw_data_still_writes_every_table_and_replaces_old_pulsar_rows(spark, tmp_path):
