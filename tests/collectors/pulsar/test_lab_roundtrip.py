@@ -36,7 +36,7 @@ def _evidence(root: Path) -> tuple[dict[str, bytes], dict[str, set]]:
 
 
 def test_collector_over_http_matches_direct_emission(tmp_path):
-    world, _ = lab_world({"seed": 7}, AS_OF_MS)
+    world, _ = lab_world({"seed": 7, "traffic": "quiet"}, AS_OF_MS)   # the old volume: every entry goes over HTTP
     emit_cluster(world, "east", DirSink(tmp_path / "direct"))
     namespaces = sorted({t.name.split("//")[1].rsplit("/", 1)[0] for t in world.topics_of("east")})
     with serve_pulsar_admin(world, "east", token="lab-token") as url:
