@@ -29,3 +29,21 @@ systems:
       lab: {lab}
 """ + (PULSAR_LAB if pulsar else ""))
     return path
+
+
+def demo_seeds(seeds_estate: Path, tmp_path: Path, capsys) -> tuple[int, dict]:
+    """`replaudit demo --json` on a committed seeds estate, its store and Spark moved under `tmp_path`:
+    (exit code, the summary's `lab` scorecard)."""
+    import json
+
+    import yaml
+
+    from audit.cli.main import main
+
+    estate = yaml.safe_load(seeds_estate.read_text())
+    estate["store"] = {"uri": f"file://{tmp_path / 'store'}"}
+    estate["spark"] = {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": "4"}}
+    path = tmp_path / "estate.yaml"
+    path.write_text(yaml.safe_dump(estate))
+    code = main(["demo", "--estate", str(path), "--json"])
+    return code, json.loads(capsys.readouterr().out)["lab"]

@@ -3,25 +3,16 @@
 bookies, re-replication, writes during collection), audited in one run through the CLI: every seed exact."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import yaml
-
-from audit.cli.main import EXIT_CLEAN, main
+from audit.cli.main import EXIT_CLEAN
+from tests.estates import demo_seeds
 
 SEEDS_ESTATE = Path(__file__).resolve().parents[2] / "audit" / "lab" / "estate-seeds.yaml"
 
 
 def test_twenty_seeds_zero_false_alarms_and_every_fault_found_with_its_count(tmp_path, capsys):
-    estate = yaml.safe_load(SEEDS_ESTATE.read_text())
-    estate["store"] = {"uri": f"file://{tmp_path / 'store'}"}
-    estate["spark"] = {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": "4"}}
-    path = tmp_path / "estate.yaml"
-    path.write_text(yaml.safe_dump(estate))
-    code = main(["demo", "--estate", str(path), "--json"])
-    summary = json.loads(capsys.readouterr().out)
-    lab = summary["lab"]
+    code, lab = demo_seeds(SEEDS_ESTATE, tmp_path, capsys)
     seeds = lab["by_cluster"]
     assert len(seeds) == 20 and {c["seed"] for c in seeds.values()} == set(range(1, 21))
     bad = {name: c for name, c in seeds.items() if c["missed"] or c["wrong_count"] or c["false_alarms"]}

@@ -4,25 +4,16 @@ reread stage; broker versions differ per world. Audited in one run through the C
 finding with its count, every failover row equal to the simulated failover, seed by seed."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import yaml
-
-from audit.cli.main import EXIT_CLEAN, main
+from audit.cli.main import EXIT_CLEAN
+from tests.estates import demo_seeds
 
 SEEDS_ESTATE = Path(__file__).resolve().parents[2] / "audit" / "lab" / "estate-pulsar-seeds.yaml"
 
 
 def test_twenty_pulsar_worlds_score_exact_seed_by_seed(tmp_path, capsys):
-    estate = yaml.safe_load(SEEDS_ESTATE.read_text())
-    estate["store"] = {"uri": f"file://{tmp_path / 'store'}"}
-    estate["spark"] = {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": "4"}}
-    path = tmp_path / "estate.yaml"
-    path.write_text(yaml.safe_dump(estate))
-    code = main(["demo", "--estate", str(path), "--json"])
-    summary = json.loads(capsys.readouterr().out)
-    lab = summary["lab"]
+    code, lab = demo_seeds(SEEDS_ESTATE, tmp_path, capsys)
     clusters = lab["by_cluster"]
     assert len(clusters) == 55 and {c["seed"] for c in clusters.values()} == set(range(1, 21))
     bad = {name: c for name, c in clusters.items() if c["missed"] or c["wrong_count"] or c["false_alarms"]}
