@@ -14,7 +14,7 @@ from audit.domain.pulsar import checks, pip33
 from audit.domain.pulsar.failover import Bounds, compare, failover
 from audit.domain.pulsar.identity import Match
 from audit.domain.pulsar.positions import Position
-from audit.domain.pulsar.reads import Bracket, CursorRead, bracket
+from audit.domain.pulsar.reads import PRIMARY, Bracket, CursorRead, bracket
 from audit.domain.pulsar.sides import ClusterSide, Cursor, Settings, read_after
 
 AMBIGUOUS = "pairing_ambiguous"
@@ -59,10 +59,10 @@ def _bracket_coverage(settings: Settings, topic: str, x: ClusterSide, y: Cluster
                       "clusters after collecting them (the reread stage) to judge every message")]
 
 
-def _cursor(read: CursorRead | None, name: str, fallback: Cursor) -> tuple[Cursor, int]:
-    """The subscription's cursor in `read` (and the read's number), else the collection's."""
+def _cursor(read: CursorRead | None, name: str, fallback: tuple[Cursor, int]) -> tuple[Cursor, int]:
+    """The subscription's cursor in `read` and the read's number (the key of its acked mask), else `fallback`."""
     c = read.cursors.get(name) if read is not None else None
-    return (c, read.number) if c is not None else (fallback, 0)
+    return (c, read.number) if c is not None else fallback
 
 
 def _delivered(read: CursorRead | None, remote: str) -> Callable[[Position], bool] | None:
@@ -100,11 +100,9 @@ def pair_rows(topic: str, x: ClusterSide, y: ClusterSide, m: Match, acked, sent,
         cy_primary = y_subs.get(sub)
         if cy_primary is None:
             continue
-        cy, y_read = _cursor(b.target if b else None, sub, cy_primary)
-        cx_before, n_before = _cursor(before, sub, cx)
-        cx_after, n_after = _cursor(b.after if b else None, sub, cx_before)
-        if b is not None and b.after is None:
-            n_after = n_before
+        cy, y_read = _cursor(b.target if b else None, sub, (cy_primary, PRIMARY))
+        cx_before, n_before = _cursor(before, sub, (cx, PRIMARY))
+        cx_after, n_after = _cursor(b.after if b else None, sub, (cx_before, n_before))
         replicated = x.is_replicated(sub)
         exp = pip33.Expectation(None, None, None)
         cache, cache_note = settings.cache_model(x.cluster)
