@@ -24,7 +24,13 @@ epoch asked is below the leader's earliest epoch: endOffsetFor answers it with t
 again). Every replica is asked the same epochs in the same round. A real broker answers only as leader
 (Partition.lastOffsetForLeaderEpoch with fetchOnlyFromLeader = true): a follower's NOT_LEADER_OR_FOLLOWER is kept
 as data and counted, and that follower is not asked again for the partition; other error codes are data and
-coverage gaps. A broker that does not answer within `timeouts.request_s` is a gap and is not asked again."""
+coverage gaps. A broker that does not answer within `timeouts.request_s` is a gap and is not asked again.
+
+Only brokers in the Metadata answer are asked anything. A replica on a broker absent from it (a broker that is down:
+MetadataCache lists it in the partition's replicas and offline replicas, not among the brokers, KRaftMetadataCache
+.getPartitionMetadata @1eb7644349c) is written under `not_asked` with the reason and counted, not a gap: there is
+nothing to ask. Any failed send is a gap for that broker only and the rest goes on; each phase writes what it read
+even when something stops it."""
 from __future__ import annotations
 
 import json
@@ -47,6 +53,7 @@ NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE = 6, 5
 DESCRIBE_TOPIC_PARTITIONS = 75            # ApiKeys.DESCRIBE_TOPIC_PARTITIONS
 PAGE_PARTITIONS = 2000                    # DescribeTopicPartitions response_partition_limit (the broker's default)
 MAX_EPOCH_ROUNDS = 1000
+NOT_IN_METADATA = "broker not in metadata"
 
 
 class AdminCollection:
@@ -71,9 +78,12 @@ class AdminCollection:
         md = self.metadata()
         if md is None:
             return
-        self.log_dirs(md)
-        self.list_offsets(md)
-        self.offsets_for_leader_epoch(md)
+        for phase, what in ((self.log_dirs, "log-dirs.json"), (self.list_offsets, "list-offsets.json"),
+                            (self.offsets_for_leader_epoch, "offsets-for-leader-epoch.json")):
+            try:
+                phase(md)
+            except Exception as exc:      # one phase stopping costs its own document, never the others'
+                self.gap("admin", f"{what} (read stopped)", describe(exc))
 
     def metadata(self) -> dict | None:
         started = self.now_ms()
@@ -171,8 +181,9 @@ class AdminCollection:
 
     def list_offsets(self, md: dict) -> None:
         started = self.now_ms()
+        live = _live(md)
         by_leader: dict[int, list[dict]] = defaultdict(list)
-        rows = {}
+        rows, not_asked = {}, []
         for p in md["partitions"]:
             row = {"topic": p["topic"], "partition": p["partition"], "leader": p["leader"], "earliest": None,
                    "earliest_leader_epoch": None, "latest": None, "latest_leader_epoch": None, "error_code": 0,
@@ -181,6 +192,13 @@ class AdminCollection:
             if p["leader"] < 0:
                 row["error_code"] = p["error_code"] or LEADER_NOT_AVAILABLE
                 self.gap(f"{p['topic']}-{p['partition']}", "log start / high watermark (ListOffsets)", "no leader")
+            elif p["leader"] not in live:
+                # a real Metadata answer names no dead leader (it says -1): only the leader knows the high
+                # watermark, so the partition is not covered
+                row["error_code"] = LEADER_NOT_AVAILABLE
+                not_asked.append(_not_asked(p["leader"], p, NOT_IN_METADATA))
+                self.gap(f"{p['topic']}-{p['partition']}", "log start / high watermark (ListOffsets)",
+                         f"leader {p['leader']}: {NOT_IN_METADATA}")
             else:
                 by_leader[p["leader"]].append(p)
         sends, keys = [], []
@@ -212,19 +230,46 @@ class AdminCollection:
                     row[f"{name}_leader_epoch"] = a.leader_epoch if a.leader_epoch is not None and \
                         a.leader_epoch >= 0 else None
         self.put("list-offsets.json", {"read_started_at_ms": started, "read_finished_at_ms": self.now_ms(),
-                                       "partitions": [rows[k] for k in sorted(rows)]})
+                                       "partitions": [rows[k] for k in sorted(rows)], "not_asked": not_asked})
 
     def offsets_for_leader_epoch(self, md: dict) -> None:
         started = self.now_ms()
-        chains = {}        # (topic, p) -> {"next", "current", "leader", "ask": set, "prev_end"}
+        live = _live(md)
+        chains, not_asked = {}, []      # chains: (topic, p) -> {"next", "current", "leader", "ask": set, "prev_end"}
         for p in md["partitions"]:
-            if p["leader"] >= 0 and p["leader_epoch"] >= 0:
+            if p["leader"] < 0 or p["leader_epoch"] < 0:
+                continue
+            replicas = set(p["replicas"]) | {p["leader"]}
+            not_asked += [_not_asked(b, p, NOT_IN_METADATA) for b in sorted(replicas - live)]
+            if p["leader"] not in live:      # the chain is walked with the leader's answers: not covered
+                self.gap(f"{p['topic']}-{p['partition']}", "leader epoch chain (OffsetForLeaderEpoch)",
+                         f"leader {p['leader']}: {NOT_IN_METADATA}")
+            if replicas & live:
                 chains[(p["topic"], p["partition"])] = {
                     "next": p["leader_epoch"], "current": p["leader_epoch"], "leader": p["leader"],
-                    "ask": set(p["replicas"]) | {p["leader"]}, "prev_end": None}
-        answers, rounds = [], 0
-        while rounds < MAX_EPOCH_ROUNDS and any(c["next"] is not None for c in chains.values()):
-            rounds += 1
+                    "ask": replicas & live, "prev_end": None}
+        self.report.count("epoch_replicas_not_asked", len(not_asked))
+        answers, walk = [], {"rounds": 0}
+        try:
+            self._walk(chains, answers, walk)
+        except Exception as exc:             # the answers read so far are kept and written
+            self.gap("admin", "leader epoch chains (OffsetForLeaderEpoch, read stopped)", describe(exc))
+        else:
+            for tp, c in chains.items():
+                if c["next"] is not None:
+                    self.gap(f"{tp[0]}-{tp[1]}", "leader epoch chain (OffsetForLeaderEpoch)",
+                             f"not walked to the end within {MAX_EPOCH_ROUNDS} requests")
+        self.report.count("epoch_rounds", walk["rounds"])
+        self.report.count("epoch_answers", len(answers))
+        self.put("offsets-for-leader-epoch.json", {"read_started_at_ms": started,
+                                                   "read_finished_at_ms": self.now_ms(), "answers": answers,
+                                                   "not_asked": not_asked})
+
+    def _walk(self, chains: dict, answers: list, walk: dict) -> None:
+        """The rounds: every replica still asked gets the partition's next epoch, the leader's answer picks the
+        one after."""
+        while walk["rounds"] < MAX_EPOCH_ROUNDS and any(c["next"] is not None for c in chains.values()):
+            walk["rounds"] += 1
             asked = defaultdict(list)      # broker -> [(tp, epoch, current)]
             for tp, c in chains.items():
                 if c["next"] is not None:
@@ -234,18 +279,11 @@ class AdminCollection:
             results = self.send_all([(b, _epoch_request(asked[b])) for b in brokers])
             leader_answers = {}
             for b, (resp, err, sent, answered) in zip(brokers, results):
-                self._epoch_answers(b, asked[b], resp, err, sent, answered, rounds, chains, answers, leader_answers)
+                self._epoch_answers(b, asked[b], resp, err, sent, answered, walk["rounds"], chains, answers,
+                                    leader_answers)
             for tp, c in chains.items():
                 if c["next"] is not None:
                     c["next"] = self._next_epoch(c, leader_answers.get(tp))
-        for tp, c in chains.items():
-            if c["next"] is not None:
-                self.gap(f"{tp[0]}-{tp[1]}", "leader epoch chain (OffsetForLeaderEpoch)",
-                         f"not walked to the end within {MAX_EPOCH_ROUNDS} requests")
-        self.report.count("epoch_rounds", rounds)
-        self.report.count("epoch_answers", len(answers))
-        self.put("offsets-for-leader-epoch.json", {"read_started_at_ms": started,
-                                                   "read_finished_at_ms": self.now_ms(), "answers": answers})
 
     def _epoch_answers(self, broker, asked, resp, err, sent, answered, round_, chains, answers, leader_answers):
         got = {}
@@ -286,6 +324,15 @@ class AdminCollection:
             return None      # asked below the earliest epoch: the earliest epoch's start offset again
         c["prev_end"] = a.end_offset
         return a.leader_epoch - 1 if a.leader_epoch > 0 else None
+
+
+def _live(md: dict) -> set[int]:
+    """The brokers of the Metadata answer: the only ones asked anything."""
+    return {b["id"] for b in md["brokers"]}
+
+
+def _not_asked(broker: int, p: dict, why: str) -> dict:
+    return {"broker": broker, "topic": p["topic"], "partition": p["partition"], "why": why}
 
 
 def _list_offsets_request(parts: list[dict], timestamp: int):

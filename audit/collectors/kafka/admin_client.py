@@ -2,7 +2,7 @@
 filter that keeps SASL secrets out of kafka-python's DEBUG logs, the network-client factory that lets a failed
 bootstrap be cleaned up, and `Requests`: protocol requests sent through the client's connection manager
 (`_manager.send`, the route servers.md §4 documents), several in flight at once, each with the instants it was sent
-and answered, and a broker that did not answer once not asked again."""
+and answered, a failed send one broker's error only, and a broker that did not answer once not asked again."""
 from __future__ import annotations
 
 import logging
@@ -106,30 +106,45 @@ class Requests:
         return getattr(self.manager.broker_version_data, "api_versions", None) or {}
 
     def send_all(self, sends: list[tuple[int | None, Any]]) -> list[tuple[Any, Exception | None, int, int]]:
-        """(response, error, sent_ms, answered_ms) per (broker, request), all in flight together."""
-        return self.manager.run(self._gather, sends)
+        """(response, error, sent_ms, answered_ms) per (broker, request), all in flight together. A send that fails
+        in any way is that send's error only: the others' answers are kept."""
+        try:
+            return self.manager.run(self._gather, sends)
+        except Exception as exc:     # the client's own loop failed: nothing of this batch was read, nothing stops
+            now = self.now_ms()
+            return [(None, exc, now, now) for _ in sends]
+
+    def _give_up(self, node: int | None, exc: BaseException) -> None:
+        if node is not None and node not in self.dead:
+            self.dead[node] = f"broker {node} did not answer earlier ({type(exc).__name__})"
 
     async def _gather(self, sends):
-        pending = []
+        pending = []                # (future | None, sent_ms, answered instants, error of a send not made)
         for node, request in sends:
+            sent = self.now_ms()
             if node is not None and node in self.dead:
-                pending.append((None, self.now_ms(), None))
+                pending.append((None, sent, None, kerrors.NodeNotReadyError(f"not asked: {self.dead[node]}")))
                 continue
             answered: list[int] = []
-            sent = self.now_ms()
-            fut = self.manager.send(request, node_id=node, request_timeout_ms=self.timeout_ms)
-            fut.add_both(lambda _, a=answered: a.append(self.now_ms()))
-            pending.append((fut, sent, answered))
+            try:
+                # raises at once for a broker the client does not know (UnknownBrokerIdError, kafka-python 3.0.12
+                # KafkaConnectionManager.get_connection): that broker's gap, not the batch's
+                fut = self.manager.send(request, node_id=node, request_timeout_ms=self.timeout_ms)
+                fut.add_both(lambda _, a=answered: a.append(self.now_ms()))
+            except Exception as exc:
+                self._give_up(node, exc)
+                pending.append((None, sent, None, exc))
+                continue
+            pending.append((fut, sent, answered, None))
         out = []
-        for (node, _), (fut, sent, answered) in zip(sends, pending):
-            if fut is None:
-                out.append((None, kerrors.NodeNotReadyError(f"not asked: {self.dead[node]}"), sent, sent))
+        for (node, _), (fut, sent, answered, error) in zip(sends, pending):
+            if fut is None:                 # never on the wire
+                out.append((None, error, sent, sent))
                 continue
             try:
                 response = await self.manager.wait_for(fut, self.timeout_ms)
                 out.append((response, None, sent, answered[0] if answered else self.now_ms()))
             except Exception as exc:   # a broker that does not answer, refuses or hangs up: a gap, not a stop
                 out.append((None, exc, sent, self.now_ms()))
-                if node is not None and node not in self.dead:
-                    self.dead[node] = f"broker {node} did not answer earlier ({type(exc).__name__})"
+                self._give_up(node, exc)
         return out

@@ -107,6 +107,7 @@ def test_a_healthy_cluster_is_read_completely():
     assert answers(store, broker=2) == answers(store, broker=3) == [(7, -1, -1, NOT_LEADER_OR_FOLLOWER)]
     assert answers(store, broker=2, partition=1) == [(5, 5, 12, 0), (4, 0, 8, 0)]
     assert report.counts["epoch_answers_refused_by_followers"] == 3
+    assert store.doc("offsets-for-leader-epoch.json")["not_asked"] == store.doc("list-offsets.json")["not_asked"] == []
     for name in ("metadata.json", "log-dirs.json", "list-offsets.json", "offsets-for-leader-epoch.json"):
         doc = store.doc(name)
         assert doc["read_started_at_ms"] < doc["read_finished_at_ms"]
