@@ -176,7 +176,8 @@ def scorecard(truths: Any, violations: list[Mapping[str, Any]], systems: Sequenc
         section = system.report
         if section.scorecard is None or not section.scorecard_key:
             continue
-        part = section.scorecard(truths, outputs)
+        # each section scores its own system's ground truth (truth keys of one system mean nothing to another)
+        part = section.scorecard([t for t in truths if t.get("system") == system.name], outputs)
         if part is not None:
             card[section.scorecard_key] = part
             card["perfect"] = card["perfect"] and bool(part.get("perfect", True))

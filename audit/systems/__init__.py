@@ -14,6 +14,7 @@ from audit.contracts import System
 BUILTIN = {
     "bookkeeper": "audit.systems.bookkeeper",
     "pulsar": "audit.systems.pulsar",
+    "kafka": "audit.systems.kafka",
 }
 ENTRY_POINT_GROUP = "replaudit.systems"
 _loaded: dict[str, System] = {}

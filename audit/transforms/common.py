@@ -92,12 +92,32 @@ def _raw_key(path: str, root: str, system: str) -> str:
     return f"raw/{system}/{rel}"
 
 
+def _unlisted(root: str) -> tuple[list[str], list[str]]:
+    """Files below `root` that Spark's file source never lists: (those inside a folder whose name starts with "_" or
+    ".", those whose own name does), non-empty ones only. Evidence is named after what it describes, and internal
+    topics and system folders are named so (e.g. `__consumer_offsets-7`)."""
+    in_hidden, named_hidden = [], []
+    for folder, _, names in os.walk(root):
+        parts = os.path.relpath(folder, root).split(os.sep)
+        hidden_folder = any(p.startswith(("_", ".")) for p in parts if p != ".")
+        for n in names:
+            path = os.path.join(folder, n)
+            if os.path.getsize(path) == 0:
+                continue   # decoded with the other empty files
+            if n.startswith(("_", ".")):
+                named_hidden.append(path)
+            elif hidden_folder:
+                in_hidden.append(path)
+    return in_hidden, named_hidden
+
+
 def decode_raw(spark: SparkSession, raw_dir: str, system: str, decode_file: Callable[[str, bytes], Iterable],
                schema: StructType, batch_rows: int = 4096) -> DataFrame:
     """Every file below the system's raw folder, decoded in the executors: `decode_file(key, bytes)` yields
     (table, row) pairs, `key` being `raw/<system>/<cluster>/...`; rows come back in `schema` (a tagged schema
-    whose first column is the table). Zero-length files, which Spark's file source skips, are decoded too, so
-    none goes unjudged. Only this system's folder is read: another system's evidence is never read twice."""
+    whose first column is the table). Files Spark's file source skips are decoded too (zero-length ones, and those
+    below a folder named "_..." or "."..., read by explicit path, which Spark does not filter), so none goes
+    unjudged. Only this system's folder is read: another system's evidence is never read twice."""
     root = system_raw_root(raw_dir, system)
     if not os.path.isdir(root):
         return spark.createDataFrame([], schema)
@@ -119,13 +139,21 @@ def decode_raw(spark: SparkSession, raw_dir: str, system: str, decode_file: Call
     files = (spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(root)
              .select("path", "content"))
     decoded = files.mapInArrow(decode, schema)
+    in_hidden, named_hidden = _unlisted(root)
+    if in_hidden:
+        # each explicit path is its own split: a few tasks instead of one per file
+        hidden = (spark.read.format("binaryFile").load(in_hidden).select("path", "content")
+                  .coalesce(spark.sparkContext.defaultParallelism))
+        decoded = decoded.unionByName(hidden.mapInArrow(decode, schema))
     empty = sorted(_raw_key(os.path.join(folder, n), root, system)
                    for folder, _, names in os.walk(root) for n in names
                    if os.path.getsize(os.path.join(folder, n)) == 0)
-    if empty:
-        extra = [{tag: t, **r} for key in empty for t, r in decode_file(key, b"")]
-        if extra:
-            decoded = decoded.unionByName(spark.createDataFrame(extra, schema))
+    extra = [{tag: t, **r} for key in empty for t, r in decode_file(key, b"")]
+    for path in named_hidden:   # a file named "_..." is refused even by explicit path
+        with open(path, "rb") as f:
+            extra += [{tag: t, **r} for t, r in decode_file(_raw_key(path, root, system), f.read())]
+    if extra:
+        decoded = decoded.unionByName(spark.createDataFrame(extra, schema))
     return decoded
 
 

@@ -52,7 +52,7 @@ def test_every_check_has_a_severity_and_a_one_line_meaning(system, kind, check_i
     check = (findings if kind == "finding" else validation)[check_id]
     assert isinstance(check, Check) and check.severity in SEVERITIES
     assert check.meaning.strip() == check.meaning and check.meaning and "\n" not in check.meaning
-    assert re.fullmatch(r"[a-z]+\.[a-z_]+", check_id) and check_id.startswith(_prefix(system) + ".")
+    assert re.fullmatch(r"[a-z]+\.[a-z0-9_]+", check_id) and check_id.startswith(_prefix(system) + ".")
     assert not (check_id in findings and check_id in validation)
 
 
@@ -63,7 +63,7 @@ def test_the_system_record_carries_its_checks_table(name):
 
 def _literals(name: str) -> dict[str, int]:
     """Check ids quoted in the code of a system's audit (domain rules and transforms), with their counts."""
-    pattern = re.compile(r"""["'](%s\.[a-z_]+)["']""" % re.escape(_prefix(name)))
+    pattern = re.compile(r"""["'](%s\.[a-z0-9_]+)["']""" % re.escape(_prefix(name)))
     out: dict[str, int] = {}
     for folder in (REPO / "audit" / "domain" / name, REPO / "audit" / "transforms" / name):
         for path in folder.rglob("*.py"):
@@ -93,7 +93,7 @@ def test_every_check_a_suite_names_is_in_the_tables_with_its_severity(system, su
     e = spec.expectations[index]
     assert e.check in table and e.severity == table[e.check].severity
     prefix = _prefix(system)
-    quoted = set(re.findall(r"'(%s\.[a-z_]+)'" % re.escape(prefix), json.dumps(e.kwargs)))  # ids in the SQL
+    quoted = set(re.findall(r"'(%s\.[a-z0-9_]+)'" % re.escape(prefix), json.dumps(e.kwargs)))  # ids in the SQL
     assert quoted <= set(findings), f"{suite}: {sorted(quoted - set(findings))} in the SQL of {e.description!r}"
 
 
@@ -142,7 +142,8 @@ def test_suites_for_refuses_two_suites_of_one_name():
 def test_all_suites_are_those_of_every_registered_system():
     names = [s.name for s in all_suites()]
     assert names == [s.name for s in suites_for(systems.all_systems())]
-    assert names == ["bk_ledger_replicas", "violations", "pulsar_failover", "pulsar_violations"]
+    assert names == ["bk_ledger_replicas", "violations", "pulsar_failover", "pulsar_violations",
+                     "kafka_partition_metrics", "kafka_replica_metrics", "kafka_mm2_failover", "kafka_violations"]
 
 
 # -- nothing shared names a system --------------------------------------------------------------------------

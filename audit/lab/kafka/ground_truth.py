@@ -70,7 +70,7 @@ def lab_truth(world: World, name: str, reads: dict[int, dict[int, ReadAt]], sett
                      "dropped_syncs": f.dropped_syncs}
                     for f in world.mirrors if name in (f.spec.source, f.spec.target)],
         "findings": findings,
-        "failover": failover,
+        "mm2_failover": failover,
         "acknowledged_lost": acknowledged_lost(world, name),
         "elections": [e for e in cluster.events if e["kind"] == "election"],
         "truncations": list(cluster.replication.truncations),

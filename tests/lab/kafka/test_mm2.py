@@ -55,7 +55,7 @@ def test_failover_counts_match_the_evidence():
     source = {(g, o["topic"], o["partition"]): o["offset"] for g, offs in groups["source"].items() for o in offs}
     ends = {(e["topic"], e["partition"]): e for e in groups["target_end_offsets"]}
     checked = 0
-    for row in truth["failover"]:
+    for row in truth["mm2_failover"]:
         key = (row["group"], row["remote_topic"], row["partition"])
         assert row["target_committed"] == target.get(key)
         assert row["upstream_committed"] == source[(row["group"], row["topic"], row["partition"])]
@@ -96,11 +96,11 @@ def test_pre_35_translation_overshoots_past_the_marker():
             raw, "mm2/primary/offset-syncs.json", decode_offset_sync) if s.partition == p}
         assert (source[p], target[p] - 1) in syncs
         assert f["offset_from"] == f["offset_to"] == target[p] - 1
-        row = next(r for r in truth["failover"] if r["group"] == "settlement" and r["partition"] == p)
+        row = next(r for r in truth["mm2_failover"] if r["group"] == "settlement" and r["partition"] == p)
         assert row["skipped"] == f["entry_count"] == 1 and row["resume_at"] == target[p] - 1
 
 
 def test_35_translation_never_skips():
     _, _, truth = collect({"seed": 7}, "dr")
-    assert all(r["skipped"] == 0 for r in truth["failover"])
-    assert any(r["redelivered"] > 0 for r in truth["failover"])
+    assert all(r["skipped"] == 0 for r in truth["mm2_failover"])
+    assert any(r["redelivered"] > 0 for r in truth["mm2_failover"])
