@@ -297,11 +297,13 @@ def _mm2_checkpoints(cluster: str, w: dict, key: str, data: bytes) -> Iterator[R
 
 
 def _mm2_groups(cluster: str, w: dict, key: str, data: bytes) -> Iterator[Row]:
+    """Each row carries its own side's read instants (the audit proves a skip only from a target read that ended
+    before the source read began: audit/transforms/kafka/mm2_state.py)."""
     doc = raw_docs.mm2_groups(data, key)
-    started, finished = doc["read"]
     flow = {"cluster": cluster, "source_alias": w["source_alias"]}
-    read = {"read_started_at_ms": started, "read_finished_at_ms": finished, "source_key": key}
+    read = {side: {"read_started_at_ms": started, "read_finished_at_ms": finished, "source_key": key}
+            for side, (started, finished) in doc["sides"].items()}
     for g in doc["groups"]:
-        yield MM2_GROUPS, {**flow, **g, **read}
+        yield MM2_GROUPS, {**flow, **g, **read[g["side"]]}
     for e in doc["end_offsets"]:
-        yield MM2_OFFSETS, {**flow, **e, **read}
+        yield MM2_OFFSETS, {**flow, **e, **read[e["side"]]}

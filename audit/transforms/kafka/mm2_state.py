@@ -6,9 +6,18 @@ and its LAST checkpoint per partition in topic order (MirrorClient.remoteConsume
 and upstream partition; the sync records come in topic order. The driver evaluates each upstream partition's
 groups at once (mm2_eval.py).
 
-Read order: groups.json reads the source groups, then the target groups (audit/collectors/kafka/mm2.py), within
-one [read_started, read_finished] interval; so the source side counts as read at the start and the target side at
-the end: a redelivery can be proven, a target group ahead of the syncs only noted as coverage."""
+Read order. kafka_mm2_groups rows carry their own side's [read_started, read_finished] (groups.json: the reader
+reads the target side, then the source side, audit/collectors/kafka/mm2.py; older documents have one pair for both
+sides). A target group's offset D is synced from checkpoints of earlier source offsets U and both only grow, so:
+- a skip (D past where U lands downstream) is proven only when the target read finished no later than the source
+  read started: D(t1) <= position(U(t1)) <= position(U(t2)) would have to hold for t1 <= t2;
+- a redelivery (D below it) only when the source read finished no later than the target read started (D may have
+  advanced after an earlier target read: then the count is an upper bound, not a finding).
+evaluate_group (audit/domain/kafka/mm2.py) takes one instant per side and judges a skip when target <= source, a
+redelivery when source <= target; `judging_instants` gives it the outer ends of the two reads (the earlier side at
+its start, the later at its end: equal only when both reads were one instant, as in the lab) and no instants when
+the reads overlap or a side's are unknown, so neither is judged and both stay coverage. metrics/kafka_mm2_failover's
+source_read_at_ms / target_read_at_ms are these instants (null: no read order known)."""
 from __future__ import annotations
 
 import os
@@ -47,7 +56,9 @@ def group_partitions(spark: SparkSession, tables_dir: str, declared: dict) -> Da
     prefixes = spark.createDataFrame([(c, a, a + sep) for (c, a), (sep, _) in declared.items()],
                                      "cluster string, source_alias string, prefix string")
     source = groups.where(F.col("side") == "source").select(
-        *KEY, F.col("offset").alias("upstream_committed"), F.col("read_started_at_ms").alias("source_read_at_ms"))
+        *KEY, F.col("offset").alias("upstream_committed"),
+        F.col("read_started_at_ms").alias("source_read_started_at_ms"),
+        F.col("read_finished_at_ms").alias("source_read_finished_at_ms"))
 
     def renamed_back(df: DataFrame) -> DataFrame:
         # undeclared flows: DefaultReplicationPolicy's "." separator
@@ -58,7 +69,9 @@ def group_partitions(spark: SparkSession, tables_dir: str, declared: dict) -> Da
                 .drop("prefix"))
 
     target = renamed_back(groups.where(F.col("side") == "target")).select(
-        *KEY, F.col("offset").alias("target_committed"), F.col("read_finished_at_ms").alias("target_read_at_ms"))
+        *KEY, F.col("offset").alias("target_committed"),
+        F.col("read_started_at_ms").alias("target_read_started_at_ms"),
+        F.col("read_finished_at_ms").alias("target_read_finished_at_ms"))
     cps = table(spark, tables_dir, MM2_CHECKPOINTS).where(F.col("group").isNotNull())
     last = (renamed_back(cps).groupBy(*KEY).agg(F.max_by(
         F.struct("upstream_offset", "downstream_offset"), F.struct("record_partition", "record_offset")).alias("cp"))
@@ -90,6 +103,20 @@ def unread_topics(spark: SparkSession, tables_dir: str) -> list[dict]:
              "detail": {"end_offset": r["end_offset"], "last_record_offset": r["last"]}} for r in short]
 
 
+def judging_instants(target_started: np.ndarray, target_finished: np.ndarray, source_started: np.ndarray,
+                     source_finished: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(source_at, target_at) per row for evaluate_group (module doc "Read order"); NULL where no order is known.
+    Target wholly first: (source finished, target started), so `target <= source` holds and `source <= target`
+    only if both reads were one instant; source wholly first: (source started, target finished)."""
+    known = ((target_started != NULL) & (target_finished != NULL) & (source_started != NULL)
+             & (source_finished != NULL))
+    target_first = known & (target_finished <= source_started)
+    source_first = known & (source_finished <= target_started) & ~target_first
+    source_at = np.where(target_first, source_finished, np.where(source_first, source_started, NULL))
+    target_at = np.where(target_first, target_started, np.where(source_first, target_finished, NULL))
+    return source_at, target_at
+
+
 def _ints(t: pa.Table, name: str) -> np.ndarray:
     return pc.fill_null(t.column(name).cast(pa.int64()), NULL).to_numpy()
 
@@ -111,7 +138,10 @@ def evaluate_all(gp: pa.Table, syncs: dict, declared: dict, run_id: str, toleran
     gp = gp.sort_by([(c, "ascending") for c in (*FLOW, "topic", "partition", "group")])
     n = gp.num_rows
     cols = {c: _ints(gp, c) for c in ("upstream_committed", "target_committed", "checkpoint_upstream",
-                                      "checkpoint_downstream", "source_read_at_ms", "target_read_at_ms")}
+                                      "checkpoint_downstream")}
+    cols["source_read_at_ms"], cols["target_read_at_ms"] = judging_instants(*(_ints(gp, c) for c in (
+        "target_read_started_at_ms", "target_read_finished_at_ms", "source_read_started_at_ms",
+        "source_read_finished_at_ms")))
     keys = list(zip(*(gp.column(c).to_pylist() for c in (*FLOW, "topic", "partition"))))
     groups = gp.column("group").to_pylist()
     result = {name: np.full(n, NULL, dtype=np.int64) for name in (

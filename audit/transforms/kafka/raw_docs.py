@@ -229,7 +229,21 @@ def mm2_topic(data: bytes, source: str) -> dict:
             "records": records}
 
 
+def _side_instants(d: Doc, side: str, whole: tuple[int | None, int | None]) -> tuple[int | None, int | None]:
+    """`<side>_read_started_at_ms` / `_finished_at_ms`; a document without them (written before the reader
+    recorded each side) has both sides read within its one pair: `whole`."""
+    names = (f"{side}_read_started_at_ms", f"{side}_read_finished_at_ms")
+    if not any(n in d.root for n in names):
+        return whole
+    started, finished = (d.get(d.root, n, "int", null=True) for n in names)
+    if started is not None and finished is not None and finished < started:
+        raise PayloadError(d.source, names[1], f"an instant >= {names[0]} {started}", finished)
+    return started, finished
+
+
 def mm2_groups(data: bytes, source: str) -> dict:
+    """groups.json: committed offsets and partition offsets per side ("source"/"target"), and when each side was
+    read ("sides": {side: (started, finished)})."""
     d = Doc(data, source)
     r = d.root
     groups = []
@@ -245,4 +259,6 @@ def mm2_groups(data: bytes, source: str) -> dict:
                          "partition": d.get(x, "partition", "int", p),
                          "log_start_offset": d.get(x, "log_start", "int", p, null=True),
                          "end_offset": d.get(x, "end", "int", p, null=True)})
-    return {"read": d.read_instants(), "groups": groups, "end_offsets": ends}
+    whole = d.read_instants()
+    return {"read": whole, "sides": {side: _side_instants(d, side, whole) for side in ("source", "target")},
+            "groups": groups, "end_offsets": ends}

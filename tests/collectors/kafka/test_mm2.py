@@ -64,9 +64,10 @@ def entries(west, east, **mirror):
     return target, source
 
 
-def collect(target, source, store=None):
+def collect(target, source, store=None, clock=None):
     store, report = store if store is not None else Store(), CollectionReport("kafka", "east")
-    collect_mirror(target, target.mirrors[0], source, store, report, SecretResolver(environ={}), now_ms=Clock())
+    collect_mirror(target, target.mirrors[0], source, store, report, SecretResolver(environ={}),
+                   now_ms=clock or Clock())
     return store, report
 
 
@@ -145,3 +146,31 @@ def test_an_unreachable_source_cluster_is_a_gap_and_the_target_is_still_read(clu
     assert any(g.source == "cluster west mm2-offset-syncs.east.internal" for g in report.gaps)
     assert store.doc("groups.json")["source"] == {} and any(g.what == "source groups and offsets (not asked)"
                                                             for g in report.gaps)
+    doc = store.doc("groups.json")      # the side not asked still says when it was (not) read
+    assert doc["target_read_finished_at_ms"] < doc["source_read_started_at_ms"] <= doc["source_read_finished_at_ms"]
+
+
+def test_target_groups_are_read_before_the_source_groups_each_side_with_its_instants(clusters, monkeypatch):
+    west, east = clusters
+    clock, asked = Clock(), []
+
+    class Recording(mm2_module.GroupReader):      # which cluster answered OffsetFetch, at which clock reading
+        def committed(self, groups, partitions):
+            asked.append((self.where, clock.t))
+            return super().committed(groups, partitions)
+
+        def end_offsets(self, partitions):
+            asked.append((self.where, clock.t))
+            return super().end_offsets(partitions)
+
+    monkeypatch.setattr(mm2_module, "GroupReader", Recording)
+    store, _ = collect(*entries(west, east), clock=clock)
+    doc = store.doc("groups.json")
+    assert [w for w, _ in asked] == ["cluster east", "cluster east", "cluster west", "cluster west"]
+    assert (doc["read_started_at_ms"] < doc["target_read_started_at_ms"] < doc["target_read_finished_at_ms"]
+            < doc["source_read_started_at_ms"] < doc["source_read_finished_at_ms"] < doc["read_finished_at_ms"])
+    for where, at in asked:
+        side = "target" if where == "cluster east" else "source"
+        assert doc[f"{side}_read_started_at_ms"] <= at < doc[f"{side}_read_finished_at_ms"]
+    assert doc["target"]["billing"] and doc["source"]["billing"]
+

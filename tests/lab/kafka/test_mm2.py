@@ -46,7 +46,9 @@ def test_sparse_syncs_follow_offset_lag_max():
 def test_failover_counts_match_the_evidence():
     raw, _, truth = collect({"seed": 7}, "dr")
     groups = json.loads(raw["mm2/primary/groups.json"])
-    assert groups["read_started_at_ms"] == groups["read_finished_at_ms"]
+    # target then source at one virtual instant: each side's instants are the document's
+    assert {groups[f"{side}_read_{end}_at_ms"] for side in ("target", "source") for end in ("started", "finished")
+            } == {groups["read_started_at_ms"]} == {groups["read_finished_at_ms"]}
     (restart,) = truth["mirrors"][0]["restarts_ms"]
     syncs = {}
     for s, at in _records(raw, "mm2/primary/offset-syncs.json", decode_offset_sync, with_time=True):

@@ -1,6 +1,7 @@
 """The MirrorMaker 2 part of the Kafka audit job over hand-built kafka_mm2_* tables: a pre-3.5 flow whose latest
 sync overshot (KAFKA-12468), a checkpoint no sync explains, a redelivery beyond the tolerance, a partition without
-syncs, a checkpoints topic not read to its end, and a 3.5+ flow missing a checkpoint."""
+syncs, a checkpoints topic not read to its end, and a 3.5+ flow missing a checkpoint; and what each read order of
+the two sides' groups proves (a skip only with the target read first, a redelivery only with the source first)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -10,7 +11,12 @@ from tests.transforms.kafka.test_audit import T0, Tables, audited, request
 SYNCS = [(100, 100), (110, 105), (160, 125), (200, 165)]     # upstream 111..159 held 20 unreplicated markers
 
 
-def flow_rows(t: Tables, cluster, alias, syncs, checkpoints, source, target, cp_end=None):
+SOURCE_FIRST = {"source": (T0, T0 + 400), "target": (T0 + 500, T0 + 900)}
+
+
+def flow_rows(t: Tables, cluster, alias, syncs, checkpoints, source, target, cp_end=None, read=None):
+    """`read`: {side: (read started, read finished)} of the groups' rows (default: the source read first)."""
+    read = read or SOURCE_FIRST
     flow = {"cluster": cluster, "source_alias": alias}
     for i, (topic, p, u, d) in enumerate(syncs):
         t.rows["kafka_mm2_syncs"].append({**flow, "topic": topic, "partition": p, "upstream_offset": u,
@@ -25,7 +31,8 @@ def flow_rows(t: Tables, cluster, alias, syncs, checkpoints, source, target, cp_
         for group, topic, p, offset in rows_:
             t.rows["kafka_mm2_groups"].append({
                 **flow, "side": side, "group": group, "topic": topic if side == "source" else f"{alias}.{topic}",
-                "partition": p, "offset": offset, "read_started_at_ms": T0, "read_finished_at_ms": T0 + 900})
+                "partition": p, "offset": offset, "read_started_at_ms": read[side][0],
+                "read_finished_at_ms": read[side][1]})
     for side, end in (("offset-syncs", len(syncs)), ("checkpoints", cp_end if cp_end is not None
                                                      else len(checkpoints))):
         t.rows["kafka_mm2_offsets"].append({**flow, "side": side, "topic": f"{side}-topic", "partition": 0,
@@ -73,5 +80,40 @@ def test_translation_failover_and_coverage(spark, tmp_path):
     assert rows[("west", "e", 1)]["syncs"] == 0 and rows[("west", "e", 1)]["translated"] is None
     f = rows[("north", "f", 0)]
     assert (f["rule"], f["translated"], f["checkpoint_upstream"], f["target_committed"]) == ("3.5+", 39, None, None)
-    assert all(r["source_read_at_ms"] == T0 and r["target_read_at_ms"] in (T0 + 900, None)
-               for r in rows.values())
+    # the instants the rules judged by: the earlier side at its read's start, the later at its end; none for a
+    # group on one side only (nothing to order)
+    assert {(r["group"], r["source_read_at_ms"], r["target_read_at_ms"]) for r in rows.values()} == {
+        ("a", T0, T0 + 900), ("b", T0, T0 + 900), ("c", T0, T0 + 900), ("d", None, None), ("e", None, None),
+        ("f", None, None), ("g", T0, T0 + 900)}
+
+
+ORDERS = {"tf": {"target": (T0, T0 + 400), "source": (T0 + 400, T0 + 900)},     # target first (the reader's)
+          "sf": {"source": (T0, T0 + 400), "target": (T0 + 400, T0 + 900)},     # source first
+          "one": {"source": (T0, T0), "target": (T0, T0)},                      # one instant (the lab)
+          "shared": {"source": (T0, T0 + 900), "target": (T0, T0 + 900)},       # one pair for both (older raw)
+          "overlap": {"target": (T0, T0 + 500), "source": (T0 + 400, T0 + 900)}}
+
+
+def test_the_read_order_decides_what_is_proven(spark, tmp_path):
+    t = Tables()
+    for alias, read in ORDERS.items():
+        # a: 20 messages past the latest sync's bound (a skip); c: 66 behind where 205 lands (a redelivery)
+        flow_rows(t, "east", alias, [("orders", 0, u, d) for u, d in SYNCS],
+                  [("a", "orders", 0, 150, 145), ("c", "orders", 0, 205, 170)],
+                  [("a", "orders", 0, 150), ("c", "orders", 0, 205)],
+                  [("a", "orders", 0, 145), ("c", "orders", 0, 100)], read=read)
+    clusters = [SimpleNamespace(name="east", version="3.6", mirrors=tuple(
+        SimpleNamespace(source_cluster=a, source_alias=a, separator=".", mm2_version="3.4.0") for a in ORDERS))]
+    _, read = audited(spark, tmp_path, t, request(clusters=clusters, tolerance=10))
+    found = sorted((v["evidence"]["source"], v["check"], v["evidence"]["group"], v["evidence"]["offset_from"],
+                    v["evidence"]["offset_to"], v["entry_count"]) for v in read["violations"])
+    assert found == [("one", "kafka.mm2_failover_redelivery", "c", 100, 165, 66),
+                     ("one", "kafka.mm2_target_group_ahead", "a", 125, 144, 20),
+                     ("sf", "kafka.mm2_failover_redelivery", "c", 100, 165, 66),
+                     ("tf", "kafka.mm2_target_group_ahead", "a", 125, 144, 20)]
+    unproven = sorted((c["source"], c["group"], c["entry_count"]) for c in read["kafka_coverage"])
+    assert unproven == [("overlap", "a", 20), ("overlap", "c", 66), ("sf", "a", 20), ("shared", "a", 20),
+                        ("shared", "c", 66), ("tf", "c", 66)]
+    rows = {(r["source"], r["group"]): r for r in read["kafka_mm2_failover"]}
+    assert (rows[("tf", "a")]["target_read_at_ms"], rows[("tf", "a")]["source_read_at_ms"]) == (T0, T0 + 900)
+    assert rows[("overlap", "a")]["source_read_at_ms"] is None and rows[("overlap", "a")]["skipped_min"] == 20

@@ -117,6 +117,17 @@ def _mm2(raw: Path) -> None:
         {"topic": "orders", "partition": 0, "offset": 100}]}, "target": {"g1": [
             {"topic": "west.orders", "partition": 0, "offset": 41}]}, "source_end_offsets": [
         {"topic": "orders", "partition": 0, "log_start": 0, "end": 120}], "target_end_offsets": []}))
+    # the reader's layout since it reads the target side first, each side with its own instants
+    _write(raw, "kafka/east/mm2/north/groups.json", _json({
+        "read_started_at_ms": T0 + 60, "target_read_started_at_ms": T0 + 61, "target_read_finished_at_ms": T0 + 62,
+        "source_read_started_at_ms": T0 + 63, "source_read_finished_at_ms": T0 + 64, "read_finished_at_ms": T0 + 65,
+        "target": {"g2": [{"topic": "north.logs", "partition": 1, "offset": 7}]},
+        "target_end_offsets": [{"topic": "north.logs", "partition": 1, "log_start": 0, "end": 9}],
+        "source": {"g2": [{"topic": "logs", "partition": 1, "offset": 8}]}, "source_end_offsets": []}))
+    _write(raw, "kafka/east/mm2/south/groups.json", _json({
+        "read_started_at_ms": T0, "read_finished_at_ms": T0 + 9, "target_read_started_at_ms": T0 + 5,
+        "target_read_finished_at_ms": T0 + 4, "source": {}, "target": {}, "source_end_offsets": [],
+        "target_end_offsets": []}))
 
 
 def _kraft(raw: Path) -> None:
@@ -279,11 +290,21 @@ def test_mm2_records_decode_one_by_one(out):
     cp = _one(got["kafka_mm2_checkpoints"], source_key="raw/kafka/east/mm2/west/checkpoints.json")
     assert (cp["group"], cp["topic"], cp["upstream_offset"], cp["downstream_offset"], cp["metadata"]) == (
         "g1", "west.orders", 100, 40, "m")
-    groups = sorted((g["side"], g["group"], g["topic"], g["offset"]) for g in got["kafka_mm2_groups"])
-    assert groups == [("source", "g1", "orders", 100), ("target", "g1", "west.orders", 41)]
-    offsets = sorted((o["side"], o["topic"], o["log_start_offset"], o["end_offset"]) for o in got["kafka_mm2_offsets"])
-    assert offsets == [("checkpoints", "west.checkpoints.internal", None, 1),
-                       ("offset-syncs", "mm2-offset-syncs.east.internal", None, 3), ("source", "orders", 0, 120)]
+    groups = sorted((g["source_alias"], g["side"], g["group"], g["topic"], g["offset"], g["read_started_at_ms"],
+                     g["read_finished_at_ms"]) for g in got["kafka_mm2_groups"])
+    # a document with one pair (written before each side had its own): both sides share it
+    assert groups == [("north", "source", "g2", "logs", 8, T0 + 63, T0 + 64),
+                      ("north", "target", "g2", "north.logs", 7, T0 + 61, T0 + 62),
+                      ("west", "source", "g1", "orders", 100, T0 + 40, T0 + 41),
+                      ("west", "target", "g1", "west.orders", 41, T0 + 40, T0 + 41)]
+    offsets = sorted((o["source_alias"], o["side"], o["topic"], o["log_start_offset"], o["end_offset"],
+                      o["read_started_at_ms"]) for o in got["kafka_mm2_offsets"])
+    assert offsets == [("north", "target", "north.logs", 0, 9, T0 + 61),
+                       ("west", "checkpoints", "west.checkpoints.internal", None, 1, T0 + 40),
+                       ("west", "offset-syncs", "mm2-offset-syncs.east.internal", None, 3, T0 + 40),
+                       ("west", "source", "orders", 0, 120, T0 + 40)]
+    (backwards,) = [q["reason"] for q in got["quarantine"] if q["source_key"].endswith("mm2/south/groups.json")]
+    assert "target_read_finished_at_ms: expected an instant >= target_read_started_at_ms" in backwards
     bad = [q["reason"] for q in got["quarantine"] if q["payload_kind"] == "mm2-offset-syncs"]
     assert len(bad) == 2 and any("records[1]" in r and "offset 1" in r for r in bad)
     assert any("records[2].key_b64: expected base64 bytes" in r for r in bad)
