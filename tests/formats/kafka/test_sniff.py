@@ -70,7 +70,8 @@ def test_real_fixture_kind_and_decode(rel):
     out = found[1](data, str(path))
     json.dumps(out)   # what inspect prints
     assert not {"kind", "source"} & out.keys()   # inspect adds these two itself
-    others = [s.kind for system in systems.all_systems() for s in system.sniffers() if s.sniff(data, str(path))]
+    others = [s.kind for system in systems.all_systems() if system.name != "kafka"
+              for s in system.sniffers() if s.sniff(data, str(path))]
     assert others == []
 
 
