@@ -10,7 +10,6 @@ with their offsets, and one metrics row per partition and replica."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -18,6 +17,7 @@ import tempfile
 import time
 from types import SimpleNamespace
 
+from bench.common import Results, main_of
 from bench.kafka import gen
 
 TARGET_S = 60
@@ -66,11 +66,8 @@ def metrics(argv: list[str] | None = None) -> list[dict]:
     spark = get_spark("bench-kafka-epochs", master="local[2]", conf={
         "spark.ui.showConsoleProgress": "false", "spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "8"})
     work = tempfile.mkdtemp(prefix="bench-kafka-")
-    results: list[dict] = []
-
-    def add(name, value, unit, target, ok=True):
-        results.append({"name": name, "value": round(value, 3), "unit": unit, "target": target, "ok": ok})
-        print(f"{name:58s} {value:14.3f} {unit:10s} target {target}", flush=True)
+    results = Results()
+    add = results.add
 
     try:
         t0 = time.perf_counter()
@@ -93,9 +90,7 @@ def metrics(argv: list[str] | None = None) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    results = metrics(argv)
-    print(json.dumps(results, indent=1))
-    return 0 if all(r["ok"] for r in results) else 1
+    return main_of(metrics, argv)
 
 
 if __name__ == "__main__":

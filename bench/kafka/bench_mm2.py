@@ -12,7 +12,6 @@ evaluation, nothing is skipped except where a target group was placed ahead."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -22,6 +21,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from bench.common import Results, main_of
 from bench.kafka import gen
 
 TARGET_S = 30
@@ -86,11 +86,8 @@ def metrics(argv: list[str] | None = None) -> list[dict]:
     spark = get_spark("bench-kafka-mm2", master="local[2]", conf={
         "spark.ui.showConsoleProgress": "false", "spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "8"})
     work = tempfile.mkdtemp(prefix="bench-kafka-mm2-")
-    results: list[dict] = []
-
-    def add(name, value, unit, target, ok=True):
-        results.append({"name": name, "value": round(value, 3), "unit": unit, "target": target, "ok": ok})
-        print(f"{name:58s} {value:14.3f} {unit:10s} target {target}", flush=True)
+    results = Results()
+    add = results.add
 
     try:
         t0 = time.perf_counter()
@@ -114,9 +111,7 @@ def metrics(argv: list[str] | None = None) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    results = metrics(argv)
-    print(json.dumps(results, indent=1))
-    return 0 if all(r["ok"] for r in results) else 1
+    return main_of(metrics, argv)
 
 
 if __name__ == "__main__":

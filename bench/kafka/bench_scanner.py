@@ -29,6 +29,7 @@ import crc32c
 from audit.formats.kafka.batch import encode_batch
 from audit.formats.kafka.checkpoint import encode_leader_epoch_checkpoint, encode_offsets_checkpoint
 from audit.formats.kafka.records import SimpleRecord
+from bench.common import Results, main_of
 
 TARGET_GBPS = 1.0
 BATCH_BYTES = 16 * 1024
@@ -136,11 +137,8 @@ def metrics(argv: list[str] | None = None) -> list[dict]:
     args = p.parse_args(argv if argv is not None else [])
     gib = 1 / 16 if args.quick else args.gib
     work = tempfile.mkdtemp(prefix="bench-kafka-scan-")
-    results: list[dict] = []
-
-    def add(name, value, unit, target, ok=True):
-        results.append({"name": name, "value": round(value, 3), "unit": unit, "target": target, "ok": ok})
-        print(f"{name:58s} {value:14.3f} {unit:10s} target {target}", flush=True)
+    results = Results()
+    add = results.add
 
     try:
         t0 = time.perf_counter()
@@ -166,9 +164,7 @@ def metrics(argv: list[str] | None = None) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    results = metrics(argv)
-    print(json.dumps(results, indent=1))
-    return 0 if all(r["ok"] for r in results) else 1
+    return main_of(metrics, argv)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ cursor is where PIP-33 put it. Prints rows {name, value, unit, target, ok} (benc
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from bench.common import Results, main_of  # noqa: E402
 from bench.pulsar import gen as pulsar_gen  # noqa: E402
 
 TARGET_S = 120
@@ -67,11 +67,8 @@ def metrics(argv: list[str] | None = None) -> list[dict]:
     spark = get_spark("bench-pulsar-failover", master="local[2]", conf={
         "spark.ui.showConsoleProgress": "false", "spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "8"})
     work = tempfile.mkdtemp(prefix="bench-pulsar-")
-    results: list[dict] = []
-
-    def add(name, value, unit, target, ok=True):
-        results.append({"name": name, "value": round(value, 3), "unit": unit, "target": target, "ok": ok})
-        print(f"{name:58s} {value:14.3f} {unit:10s} target {target}", flush=True)
+    results = Results()
+    add = results.add
 
     try:
         t0 = time.perf_counter()
@@ -95,9 +92,7 @@ def metrics(argv: list[str] | None = None) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    results = metrics(argv)
-    print(json.dumps(results, indent=1))
-    return 0 if all(r["ok"] for r in results) else 1
+    return main_of(metrics, argv)
 
 
 if __name__ == "__main__":
