@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Protocol, runtime_checkable
 
+from audit.formats.errors import PayloadError
+
 if TYPE_CHECKING:
     from audit.config.secrets import SecretResolver
 
@@ -140,3 +142,42 @@ class DirSink:
                         raise SinkError(relative_key, "already stored with different bytes") from None
         finally:
             os.unlink(tmp)
+
+
+class ImportJob:
+    """One `replaudit import` of hand-taken files into raw/<system>/<cluster>/ (an ImportKind's `store`): the keys
+    it stored and each file it refused with the reason. Evidence already stored in the run is never replaced
+    (`put.exists(key)`, audit/cli/import_dumps.py), and a file its kind's check refuses is named, not stored."""
+
+    def __init__(self, put: Any, system: str, cluster: str):
+        self.put, self.where = put, f"raw/{system}/{cluster}"
+        self.exists = getattr(put, "exists", None)
+        self.stored: list[str] = []
+        self.rejected: list[dict] = []
+
+    def taken(self, key: str) -> bool:
+        return key in self.stored or (self.exists is not None and self.exists(key))
+
+    def reject(self, path: Any, reason: str) -> None:
+        self.rejected.append({"file": str(path), "reason": reason})
+
+    def store(self, path: Path, key: str, check: Any) -> None:
+        """`check(data, source)` raises PayloadError for a file that is not what its kind expects."""
+        if self.taken(key):
+            self.reject(path, f"{path}: {self.where}/{key} is already stored in this run; evidence is never "
+                              "replaced (import into a new run)")
+            return
+        data = path.read_bytes()
+        try:
+            check(data, str(path))
+        except PayloadError as exc:
+            self.reject(path, str(exc))
+            return
+        except (ValueError, TypeError, KeyError) as exc:  # a shape no decoder anticipated: still a named refusal
+            self.reject(path, f"{path}: {type(exc).__name__}: {exc}")
+            return
+        self.put(key, data)
+        self.stored.append(key)
+
+    def result(self) -> dict:
+        return {"stored": self.stored, "rejected": self.rejected}

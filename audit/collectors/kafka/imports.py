@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from audit.collectors.base import ImportJob
 from audit.collectors.kafka.logdir import SCAN_FILE, BrokerIdMismatch, dir_key, scan_log_dir
 from audit.contracts import ImportKind, ImportOption
 from audit.formats.errors import PayloadError
@@ -62,37 +63,6 @@ def _alias(options: dict) -> str:
     return alias
 
 
-class _Job:
-    def __init__(self, put):
-        self.put = put
-        self.exists = getattr(put, "exists", None)
-        self.stored: list[str] = []
-        self.rejected: list[dict] = []
-
-    def taken(self, key: str) -> bool:
-        return key in self.stored or (self.exists is not None and self.exists(key))
-
-    def reject(self, path, reason: str) -> None:
-        self.rejected.append({"file": str(path), "reason": reason})
-
-    def store(self, path: Path, key: str, check: Callable[[bytes, str], None]) -> None:
-        if self.taken(key):
-            self.reject(path, f"{path}: raw/{SYSTEM}/<cluster>/{key} is already stored in this run; evidence is "
-                              "never replaced (import into a new run)")
-            return
-        data = path.read_bytes()
-        try:
-            check(data, str(path))
-        except PayloadError as exc:
-            self.reject(path, str(exc))
-            return
-        self.put(key, data)
-        self.stored.append(key)
-
-    def result(self) -> dict:
-        return {"stored": self.stored, "rejected": self.rejected}
-
-
 def _roots(files: list[tuple[Path, str]]) -> list[Path]:
     """The folders given, in order: each file's path less its path inside the folder."""
     roots: list[Path] = []
@@ -109,7 +79,7 @@ def _store_log_dir(put, cluster: str, files: list[tuple[Path, str]], options: di
     roots = _roots(files)
     if not roots:
         raise ValueError("--kind log-dir: expected a broker log dir folder, got no files")
-    job = _Job(put)
+    job = ImportJob(put, SYSTEM, cluster)
     if index is None:
         index = next(i for i in range(MAX_INDEX + 1) if i == MAX_INDEX or
                      not job.taken(f"{dir_key(broker, i)}/{SCAN_FILE}"))
@@ -170,7 +140,7 @@ def _text_kind(folder: Callable[[dict], str], check: Callable[[bytes, str], None
         prefix = folder(options)
         if not files:
             raise ValueError("expected at least one file")
-        job = _Job(put)
+        job = ImportJob(put, SYSTEM, cluster)
         for path, rel in files:
             job.store(path, f"{prefix}/{rel}", check)
         return job.result()

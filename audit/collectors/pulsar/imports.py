@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import quote
 
+from audit.collectors.base import ImportJob
 from audit.contracts import ImportKind, ImportOption
 from audit.formats.errors import PayloadError
 
@@ -142,32 +143,9 @@ def _classify(below: str) -> Callable | None:
     return None
 
 
-class _Import:
+class _Import(ImportJob):
     def __init__(self, put, cluster: str):
-        self.put, self.cluster = put, cluster
-        self.exists = getattr(put, "exists", None)  # audit/cli/import_dumps.py: stored in this run already
-        self.stored: list[str] = []
-        self.rejected: list[dict] = []
-
-    def reject(self, path: Path, reason: str) -> None:
-        self.rejected.append({"file": str(path), "reason": reason})
-
-    def add(self, path: Path, key: str, check: Callable[[bytes, str], None]) -> None:
-        if key in self.stored or (self.exists is not None and self.exists(key)):
-            self.reject(path, f"{path}: raw/{SYSTEM}/{self.cluster}/{key} is already stored in this run; evidence "
-                              "is never replaced (import into a new run)")
-            return
-        data = path.read_bytes()
-        try:
-            check(data, str(path))
-        except PayloadError as exc:
-            self.reject(path, str(exc))
-            return
-        except (ValueError, TypeError, KeyError) as exc:  # a shape no decoder anticipated: still a named refusal
-            self.reject(path, f"{path}: {type(exc).__name__}: {exc}")
-            return
-        self.put(key, data)
-        self.stored.append(key)
+        super().__init__(put, SYSTEM, cluster)
 
     def topic_file(self, path: Path, topic: str, folder: str, below: str) -> None:
         check = _classify(below)
@@ -175,10 +153,7 @@ class _Import:
             self.reject(path, f"{path}: {below!r} is not a file the collector writes in a topic folder; expected "
                               + TOPIC_FILES)
             return
-        self.add(path, f"{folder}/{below}", lambda data, source: check(data, source, topic, below))
-
-    def result(self) -> dict:
-        return {"stored": self.stored, "rejected": self.rejected}
+        self.store(path, f"{folder}/{below}", lambda data, source: check(data, source, topic, below))
 
 
 def _one_file(kind: str, files: list) -> tuple[Path, str]:
@@ -227,14 +202,14 @@ def _store_topic_folder(put, cluster: str, files: list[tuple[Path, str]], option
 def _store_collection(put, cluster: str, files: list[tuple[Path, str]], options: dict) -> dict:
     path, _ = _one_file("collection-report", files)
     job = _Import(put, cluster)
-    job.add(path, "collection.json", lambda data, source: _collection(data, source, cluster))
+    job.store(path, "collection.json", lambda data, source: _collection(data, source, cluster))
     return job.result()
 
 
 def _store_broker_version(put, cluster: str, files: list[tuple[Path, str]], options: dict) -> dict:
     path, _ = _one_file("broker-version", files)
     job = _Import(put, cluster)
-    job.add(path, BROKER_VERSION_FILE, _broker_version)
+    job.store(path, BROKER_VERSION_FILE, _broker_version)
     return job.result()
 
 
@@ -243,11 +218,11 @@ def _store_cluster_folder(put, cluster: str, files: list[tuple[Path, str]], opti
     for path, rel in files:
         parts = rel.split("/")
         if rel == "collection.json":
-            job.add(path, rel, lambda data, source: _collection(data, source, cluster))
+            job.store(path, rel, lambda data, source: _collection(data, source, cluster))
         elif rel == BROKER_VERSION_FILE:
-            job.add(path, rel, _broker_version)
+            job.store(path, rel, _broker_version)
         elif rel == REREAD_REPORT_FILE:   # the same CollectionReport shape, written by the reread stage
-            job.add(path, rel, lambda data, source: _collection(data, source, cluster))
+            job.store(path, rel, lambda data, source: _collection(data, source, cluster))
         elif len(parts) >= 5 and parts[0] == "topics" and all(parts[1:4]):
             topic = "persistent://" + "/".join(parts[1:4])   # the folder spells the topic as is
             job.topic_file(path, topic, topic_folder(topic), "/".join(parts[4:]))
