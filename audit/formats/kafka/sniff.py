@@ -14,6 +14,7 @@ import json
 import re
 
 from audit.formats.kafka import checkpoint, dump_log, kraft, log_dirs, mm2, producer_snapshot, properties, segment
+from audit.formats.sniffing import json_object
 
 _SNIFF_TEXT = 64 * 1024
 _JSON_MAX = 256 * 1024 * 1024
@@ -41,13 +42,7 @@ def _text(data: bytes) -> str:
 
 
 def _json(data: bytes) -> dict | None:
-    if data.lstrip()[:1] != b"{" or len(data) > _JSON_MAX:
-        return None
-    try:
-        doc = json.loads(data)
-    except ValueError:
-        return None
-    return doc if isinstance(doc, dict) else None
+    return json_object(data, _JSON_MAX)
 
 
 # -- by name ------------------------------------------------------------------------------------------------------

@@ -8,23 +8,17 @@ A marker payload is bare protobuf without a type tag, so it is recognised only b
 `<anything>.marker-<type>.bin` (e.g. `12-7.marker-12.bin`)."""
 from __future__ import annotations
 
-import json
 import re
 
 from audit.formats.pulsar import entry, info_internal, markers, repl_status, stats, stats_internal
+from audit.formats.sniffing import json_object
 
 _MARKER_NAME = re.compile(r"\.marker-(\d+)\.bin$")
 _SNIFF_MAX = 64 * 1024 * 1024  # never json-parse anything bigger just to sniff
 
 
 def _json_object(data: bytes) -> dict | None:
-    if data.lstrip()[:1] != b"{" or len(data) > _SNIFF_MAX:
-        return None
-    try:
-        doc = json.loads(data)
-    except ValueError:
-        return None
-    return doc if isinstance(doc, dict) else None
+    return json_object(data, _SNIFF_MAX)
 
 
 def _is_stats_internal(doc: dict) -> bool:
