@@ -48,10 +48,12 @@ test: setup system-deps
 	$(BIN)/pytest
 
 ## scorecard: twenty lab BookKeeper clusters (one per seed) audited in one run, then twenty lab Pulsar worlds under
-## continuous traffic (one per seed) in another; the lab scorecard per seed
+## continuous traffic (one per seed) in another, then twenty lab Kafka worlds (one per seed, every scenario of
+## docs/kafka/lab.md in each, brokers scanned 0 to 120 s apart) in a third; the lab scorecard per seed
 scorecard: setup
 	$(BIN)/replaudit demo --estate audit/lab/estate-seeds.yaml
 	$(BIN)/replaudit demo --estate audit/lab/estate-pulsar-seeds.yaml
+	$(BIN)/replaudit demo --estate audit/lab/estate-kafka-seeds.yaml
 
 ## bench: benchmarks (not part of test); prints a table, writes bench/results.json
 bench: setup system-deps

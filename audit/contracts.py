@@ -39,6 +39,9 @@ class Check(NamedTuple):
 
     severity: str
     meaning: str
+    # entry_count is what the evidence proves, a lower bound of the true number (the lab scorecard accepts a count
+    # from 1 to the true one; e.g. a MirrorMaker 2 failover: the syncs cannot tell which copies a restart made)
+    at_least: bool = False
 
 
 class Sniffer(NamedTuple):

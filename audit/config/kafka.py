@@ -12,6 +12,7 @@ from typing import Annotated, Any, ClassVar, Sequence
 from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema, model_validator
 
 from audit.config.model import Secret, Timeouts
+from audit.domain.kafka.mm2 import RULES, rule_for_version
 from audit.config.values import (SECRET_HINT, Flag, Name, Record, choice, integer, lab_block, listing, record,
                                  rule_error, set_field, show, text)
 
@@ -19,10 +20,9 @@ SOURCES = ("lab", "admin", "log-dirs")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SYNCS_LOCATIONS = ("source", "target")    # MirrorMaker 2 offset-syncs.topic.location
-# MirrorMaker 2 changed its translation at 3.5 (KAFKA-14666, OffsetSyncStore): older versions use the latest
+# MirrorMaker 2 changed its translation at 3.4.1 (KAFKA-14666, OffsetSyncStore): older versions use the latest
 # sync only, newer keep up to 64 syncs per partition (docs/formats/kafka.md "MirrorMaker 2").
-TRANSLATION_CHANGED_AT = (3, 5)
-RULE_OLD, RULE_NEW = "pre-3.5", "3.5+"
+RULE_OLD, RULE_NEW = RULES
 
 HOST_PORT = r"[A-Za-z0-9_.\-]+:\d{1,5}|\[[0-9A-Fa-f:.]+\]:\d{1,5}"
 BOOTSTRAP_RE = re.compile(rf"^({HOST_PORT})(,({HOST_PORT}))*$")
@@ -94,6 +94,7 @@ def _unique_log_dirs(dirs: tuple) -> tuple:
 
 
 LogDirs = Annotated[listing(LogDir, "{broker, path} entries"), AfterValidator(_unique_log_dirs)]
+BrokerIds = listing(BrokerId, "broker ids", unique=True)
 GroupPatterns = listing(GroupPattern, "consumer group patterns", unique=True)
 
 
@@ -105,7 +106,7 @@ class Mirror(Record):
     source_cluster: Name
     source_alias: Alias | None = None          # default: source_cluster
     target_alias: Alias | None = None          # default: the target cluster's name
-    mm2_version: Version | None = None         # unset: the current (3.5+) rule
+    mm2_version: Version | None = None         # unset: the current (3.4.1+) rule
     offset_syncs_location: choice(*SYNCS_LOCATIONS) = "source"
     separator: Separator = "."
     internal_topic_separator_enabled: Flag = True   # replication.policy.internal.topic.separator.enabled (KIP-690)
@@ -113,10 +114,8 @@ class Mirror(Record):
 
     @property
     def translation_rule(self) -> str:
-        """"pre-3.5" (latest sync only, KIP-382) or "3.5+" (OffsetSyncStore after KAFKA-14666)."""
-        if self.mm2_version is None:
-            return RULE_NEW
-        return RULE_OLD if parse_version(self.mm2_version)[:2] < TRANSLATION_CHANGED_AT else RULE_NEW
+        """"pre-3.4.1" (latest sync only, KIP-382) or "3.4.1+" (OffsetSyncStore after KAFKA-14666)."""
+        return RULE_NEW if self.mm2_version is None else rule_for_version(self.mm2_version)
 
     @property
     def _internal_separator(self) -> str:
@@ -170,6 +169,9 @@ class KafkaCluster(Record):
     security_protocol: choice(*SECURITY_PROTOCOLS) | None = None   # unset: SASL_PLAINTEXT with sasl, else PLAINTEXT
     sasl: Sasl | None = None
     log_dirs: LogDirs = ()
+    # the brokers the cluster has (optional; admin metadata names them already): with every one's log dirs
+    # collected, a partition found on one broker only has one replica and is judged as such
+    brokers: BrokerIds = ()
     version: Version | None = None             # the brokers' release, as declared
     verify_crc: Flag = False
     mirrors: Mirrors = ()
@@ -198,6 +200,10 @@ class KafkaCluster(Record):
         if self.sasl is not None and not self.security_protocol.startswith("SASL_"):
             raise rule_error("security_protocol SASL_PLAINTEXT or SASL_SSL with sasl", show(self.security_protocol),
                              at=("security_protocol",))
+        for i, d in enumerate(self.log_dirs):
+            if self.brokers and d.broker not in self.brokers:
+                raise rule_error(f"a broker of brokers ({', '.join(map(str, self.brokers))})", show(d.broker),
+                                 at=("log_dirs", i, "broker"))
         for i, m in enumerate(self.mirrors):
             if m.source_cluster == self.name:
                 raise rule_error("another cluster than this one (a mirror flows INTO this cluster)",

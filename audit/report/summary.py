@@ -8,7 +8,8 @@ Each declared system's section adds its own keys to the summary (`ReportSection.
 merged into the top level). Lab scorecard: each ground-truth file belongs to one system (its "system" key; an old
 file without one belongs to the only system whose `truth_required` keys its findings carry). Its findings are
 matched to that system's violations on the section's keys (`truth_key(finding)` against `claims(violation)`);
-a match whose entry_count differs is "wrong_count". A section with a `scorecard` adds its own part under
+a match whose entry_count differs is "wrong_count" (for a check whose count is a proven lower bound,
+`Check.at_least`: a count of 0 or above the true one). A section with a `scorecard` adds its own part under
 `scorecard_key` (e.g. counts a lab simulated exactly), and that part's "perfect" joins the scorecard's."""
 from __future__ import annotations
 
@@ -103,6 +104,13 @@ def count_violations(violations: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 # -- lab scorecard ---------------------------------------------------------------------------
+def _count_matches(got: Any, expected: int, at_least: bool) -> bool:
+    """Exact, or for a check whose count is a proven lower bound (Check.at_least): from 1 up to the true count."""
+    if not at_least:
+        return got == expected
+    return isinstance(got, int) and 0 < got <= expected
+
+
 def scorecard(truths: Any, violations: list[Mapping[str, Any]], systems: Sequence[System],
               outputs: RunOutputs | None = None) -> dict[str, Any]:
     """`truths`: ground truth in any shape `build_summary` accepts. A violation's claims (its section's
@@ -111,6 +119,7 @@ def scorecard(truths: Any, violations: list[Mapping[str, Any]], systems: Sequenc
     one replica of a finding about several) answers one truth of its own."""
     truths = _truth_list(truths, systems)
     sections = {s.name: s.report for s in systems}
+    at_least = {c for s in systems for c, check in s.checks.items() if check.at_least}
     lab_clusters = {t.get("cluster") for t in truths}
     expected = [(f, t["system"]) for t in truths for f in t.get("findings", [])]
     scored = [v for v in violations if v.get("cluster") in lab_clusters]
@@ -140,7 +149,7 @@ def scorecard(truths: Any, violations: list[Mapping[str, Any]], systems: Sequenc
         vi, ci, got = match
         used_claims.add((vi, ci))
         used_violations.add(vi)
-        if f.get("entry_count") is not None and got != f["entry_count"]:
+        if f.get("entry_count") is not None and not _count_matches(got, f["entry_count"], f["check"] in at_least):
             wrong.append({**item, "entry_count": got})
             pc["wrong_count"] += 1
         else:

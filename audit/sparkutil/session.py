@@ -5,6 +5,11 @@ import os
 import sys
 from typing import Mapping
 
+# Evidence is many small files (checkpoints, cursors, batch indexes): Spark's 4 MB open cost per file packs only
+# ~32 of them into a read task, and every normalizer's table write scans its input again; 64 KB packs thousands
+# (normalize CPU 140 s -> 56 s on a 20-world lab estate of 9,500 files). An estate's `spark.conf` still wins.
+EVIDENCE_DEFAULTS = {"spark.sql.files.openCostInBytes": "65536"}
+
 LOCAL_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",    # progress bars garble task logs
@@ -32,6 +37,7 @@ def get_spark(app_name: str = "replaudit", master: str | None = None, conf: Mapp
     master = master or os.environ.get("SPARK_MASTER") or "local[*]"
     builder = SparkSession.builder.appName(app_name).master(master)
     settings = dict(LOCAL_DEFAULTS) if master.startswith("local") else {"spark.ui.enabled": "false"}
+    settings.update(EVIDENCE_DEFAULTS)
     settings.update(conf or {})
     for k, v in settings.items():
         builder = builder.config(k, str(v))

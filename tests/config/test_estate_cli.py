@@ -49,7 +49,8 @@ def test_schema_validates_the_lab_estate_and_refuses_typos(capsys):
 def test_check_a_good_file(capsys):
     assert main(["estate", "check", str(LAB_ESTATE)]) == 0
     out = capsys.readouterr().out
-    assert out == "ok: lab: 4 clusters (bookkeeper: bk-lab; pulsar: east, west, south)\n"
+    assert out == ("ok: lab: 14 clusters (bookkeeper: bk-lab; pulsar: east, west, south; kafka: legacy-s1, legacy-s2, "
+                   "epoch-s1, epoch-s2, unclean, power, rolling, primary, dr, dr-legacy)\n")
 
 
 def test_check_a_file_without_clusters(tmp_path, capsys):

@@ -6,8 +6,9 @@ confluent-kafka, read-only, into raw/kafka/<target>/mm2/<source alias>/ (docs/ka
                      seen when the read started (records appended later are left for the next run)
   checkpoints.json   `<source alias>.checkpoints.internal` on the target, the same way
   groups.json        the committed offsets of the selected groups on both clusters, and the log start / end
-                     offsets of the mirrored partitions (upstream on the source, the remote topics on the target),
-                     the TARGET side first, then the source, each side with its own read instants
+                     offsets of the mirrored partitions (upstream on the source, the remote topics on the target):
+                     the TARGET side, then the source side, then the target groups' committed offsets again
+                     (`target_after`), each read with its own instants
 
 Record keys and values are stored as read (base64), decoded here only to learn which partitions and groups to ask
 about (audit/formats/kafka/mm2.py): a record that does not decode is still stored, and is a coverage gap.
@@ -19,12 +20,15 @@ ones from the syncs on the source, their remote topics and the checkpointed ones
 the first with every committed partition, and the explicit ask covers any it leaves out (librdkafka's mock cluster
 answers "all" with nothing). Offsets below 0 mean "nothing committed" (OFFSET_INVALID) and are left out.
 
-Why target first: a target group's committed offset D is what MirrorMaker synced from a checkpoint of an EARLIER
-source offset (MirrorCheckpointTask.syncGroupOffset), and both only grow. With the target read at t1 and the
-source at t2 >= t1, D(t1) beyond where the source offset U(t2) lands downstream proves a skip: D(t1) <= the
-downstream position of U(t1) <= that of U(t2) would have to hold. Read the other way round, D may have moved on
-after U was read and nothing is proven. A redelivery (D below U's position) is then only an upper bound (D may
-have advanced after it was read). Each side's [started, finished] instants are recorded so the audit can tell."""
+Read order (target, source, target again). A target group's committed offset D is what MirrorMaker synced from a
+checkpoint of an EARLIER source offset U (MirrorCheckpointTask.syncGroupOffset, never moving it back), and both
+only grow. With the target read at t1, the source at t2 >= t1 and the target again at t3 >= t2:
+- D(t1) beyond where U(t2) lands downstream proves a skip (D(t1) <= position(U(t1)) <= position(U(t2)) would have
+  to hold); a later target read proves nothing of the kind (D may have followed a newer U);
+- where U(t2) lands downstream minus D(t3) is a lower bound of what a failover at t3 redelivers (U(t3) >= U(t2));
+  an earlier target read gives only an upper bound (D may have advanced since).
+Each read's [started, finished] instants are recorded so the audit can tell (audit/transforms/kafka/mm2_state.py).
+The second target read asks the same groups and partitions as the first (committed offsets only)."""
 from __future__ import annotations
 
 import base64
@@ -232,21 +236,33 @@ def collect_mirror(target: Any, mirror: Any, source: Any | None, sink: RawSink, 
                         {(c.topic, c.partition) for c in decoded_cps})
     checkpointed = {c.group for c in decoded_cps}
     doc = {"read_started_at_ms": now_ms()}
-    # target before source: the order that lets the audit prove a skip (module doc)
+    readers: dict[str, GroupReader] = {}
+    selected: dict[str, list[str]] = {}
+    # target, source, target again: the order that proves skips and redeliveries (module doc)
     for side, cluster, config, partitions in (("target", target, tgt_cfg, downstream),
-                                              ("source", source, src_cfg, upstream)):
-        doc[side], doc[f"{side}_end_offsets"] = {}, []
+                                              ("source", source, src_cfg, upstream),
+                                              ("target_after", target, tgt_cfg, downstream)):
+        again = side == "target_after"
+        doc[side] = {}
+        if not again:
+            doc[f"{side}_end_offsets"] = []
         doc[f"{side}_read_started_at_ms"] = now_ms()
-        if unreachable.get(cluster.name):     # one timeout per cluster is enough
-            report.gap(f"cluster {cluster.name}", f"{side} groups and offsets (not asked)",
-                       f"the cluster did not answer earlier: {unreachable[cluster.name]}")
+        if unreachable.get(cluster.name):     # one timeout per cluster is enough, and one gap
+            if not again:
+                report.gap(f"cluster {cluster.name}", f"{side} groups and offsets (not asked)",
+                           f"the cluster did not answer earlier: {unreachable[cluster.name]}")
         else:
-            reader = GroupReader(config, cluster.timeouts.request_s, f"cluster {cluster.name}", report)
-            groups = [g for g in set(reader.groups()) | checkpointed if mirror.selects(g)]
-            doc[side] = reader.committed(groups, partitions)
-            doc[f"{side}_end_offsets"] = reader.end_offsets(partitions)
-            del reader                    # the AdminClient's threads end with it
+            if cluster.name not in readers:
+                readers[cluster.name] = GroupReader(config, cluster.timeouts.request_s, f"cluster {cluster.name}",
+                                                    report)
+                selected[cluster.name] = [g for g in set(readers[cluster.name].groups()) | checkpointed
+                                          if mirror.selects(g)]
+            reader = readers[cluster.name]
+            doc[side] = reader.committed(selected[cluster.name], partitions)
+            if not again:
+                doc[f"{side}_end_offsets"] = reader.end_offsets(partitions)
         doc[f"{side}_read_finished_at_ms"] = now_ms()
+    readers.clear()                           # the AdminClients' threads end with them
     doc["read_finished_at_ms"] = now_ms()
     sink.put(prefix + "groups.json", json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
     report.count("keys_stored")

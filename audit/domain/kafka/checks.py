@@ -43,7 +43,8 @@ CHECKS: Mapping[str, Check] = {
                  "gives for its upstream offset"),
     "kafka.mm2_target_group_ahead": Check(
         "major", "a target group's committed offset is ahead of anything translation allows: a failover to the "
-                 "target skips messages the group never consumed on the source"),
+                 "target skips messages the group never consumed on the source", at_least=True),
     "kafka.mm2_failover_redelivery": Check(
-        "minor", "a failover to the target would redeliver more messages than the redelivery tolerance"),
+        "minor", "a failover to the target would redeliver more messages than the redelivery tolerance",
+        at_least=True),
 }

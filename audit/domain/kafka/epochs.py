@@ -24,9 +24,23 @@ class LeaderEpochCache:
     """Entries kept sorted by epoch (the broker's TreeMap), and, by construction, by start offset too."""
 
     def __init__(self, entries: Iterable[EpochEntry | tuple[int, int]] = ()):
-        self._entries: list[EpochEntry] = []
-        for epoch, start in entries:
+        given = [e if type(e) is EpochEntry else EpochEntry(*e) for e in entries]
+        previous_epoch = previous_start = -1
+        for epoch, start in given:
+            if epoch <= previous_epoch or start <= previous_start:
+                break
+            previous_epoch, previous_start = epoch, start
+        else:   # valid and strictly increasing (the usual file): assign would keep every entry
+            self._entries = given
+            return
+        self._entries = []
+        for epoch, start in given:
             self.assign(epoch, start)
+
+    def copy(self) -> "LeaderEpochCache":
+        out = LeaderEpochCache.__new__(LeaderEpochCache)
+        out._entries = list(self._entries)
+        return out
 
     @property
     def entries(self) -> tuple[EpochEntry, ...]:
@@ -137,8 +151,7 @@ class LeaderEpochCache:
     def entries_in_range(self, start_offset: int, end_offset: int) -> tuple[EpochEntry, ...]:
         """The entries describing offsets [start_offset, end_offset), as epochEntriesInRange computes them
         (a negative start leaves the head as it is)."""
-        copy = LeaderEpochCache()
-        copy._entries = list(self._entries)
+        copy = self.copy()
         if start_offset >= 0:
             copy.truncate_from_start(start_offset)
         copy.truncate_from_end(end_offset)

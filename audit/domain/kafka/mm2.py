@@ -1,13 +1,15 @@
-"""MirrorMaker 2 offset translation, sync and checkpoint emission, and what a failover to the target would do.
+"""MirrorMaker 2 offset translation, sync and checkpoint emission, and the verdicts per consumer group and partition
+(what a failover to the target would do: failover.py).
 
 Sources read (apache/kafka, connect/mirror/src/main/java/org/apache/kafka/connect/mirror/):
 - OffsetSyncStore.java at tags 3.4.0 (latest sync only: `downstream + (group - upstream)`), 3.5.0 (KAFKA-14666: 64
-  exponentially spaced syncs, one demoted "oldValue"), 3.5.2/3.6.0 (KAFKA-15202: replacement taken from the original
+  exponentially spaced syncs, one demoted "oldValue"; backported to 3.4.1, whose OffsetSyncStore, MirrorSourceTask
+  and MirrorCheckpointTask translate and emit exactly as 3.5.0's: the "3.5.0" variant runs from 3.4.1), 3.5.2/3.6.0 (KAFKA-15202: replacement taken from the original
   array) and 3.7.1/@1eb7644349c (KAFKA-15905: while reading to the end at start the store keeps every sync unless
   the checkpoints topic could not be read);
-- MirrorSourceTask.java (3.4.0, 3.5.0) / OffsetSyncWriter.java (@1eb7644349c): PartitionState.update, the sync
+- MirrorSourceTask.java (3.4.0, 3.4.1, 3.5.0) / OffsetSyncWriter.java (@1eb7644349c): PartitionState.update, the sync
   emission rule; from 3.7.0 (KAFKA-15906) the syncs not sent at once are sent at the next offset commit;
-- MirrorCheckpointTask.java (3.4.0, 3.5.0, @1eb7644349c): checkpointsForGroup / checkpointIsMoreRecent;
+- MirrorCheckpointTask.java (3.4.0, 3.4.1, 3.5.0, @1eb7644349c): checkpointsForGroup / checkpointIsMoreRecent;
 - connect/mirror-client/.../MirrorClient.java remoteConsumerOffsets: the last checkpoint per partition wins.
 
 A store replays the sync records of one upstream partition in topic order, as a MirrorCheckpointTask that starts
@@ -17,9 +19,16 @@ from __future__ import annotations
 from typing import Iterable, NamedTuple, Sequence
 
 from audit.domain.kafka.checks import CHECKS, COVERAGE
+from audit.domain.kafka.failover import (Bounds, Failover, Restart, downstream_bounds, failover, generations,
+                                         readable_from, restarts)
+
+__all__ = ["Bounds", "Failover", "Restart", "downstream_bounds", "failover", "generations", "restarts",
+           "OffsetSyncStore", "SyncWriterPartition", "Checkpoint", "GroupPartition", "Mm2Settings", "evaluate_group",
+           "checkpoint_justified", "checkpoint_emitted", "last_checkpoints", "rule_for_version", "store_variant_for",
+           "sync_emitted", "translate", "translate_pre_35"]
 
 SYNCS_PER_PARTITION = 64
-RULES = ("pre-3.5", "3.5+")
+RULES = ("pre-3.4.1", "3.4.1+")
 STORE_VARIANTS = ("3.4.0", "3.5.0", "3.5.2", "3.7.1")
 
 
@@ -35,14 +44,14 @@ def _version(version: str) -> tuple[int, int, int]:
 
 
 def rule_for_version(version: str) -> str:
-    """"pre-3.5" (KIP-382 translation) or "3.5+" (KAFKA-14666) for a declared Kafka / MirrorMaker 2 version."""
-    return "pre-3.5" if _version(version) < (3, 5, 0) else "3.5+"
+    """"pre-3.4.1" (KIP-382 translation) or "3.4.1+" (KAFKA-14666) for a declared Kafka / MirrorMaker 2 version."""
+    return "pre-3.4.1" if _version(version) < (3, 4, 1) else "3.4.1+"
 
 
 def store_variant_for(version: str) -> str:
     """Which OffsetSyncStore implementation a version runs (see the module doc)."""
     v = _version(version)
-    if v < (3, 5, 0):
+    if v < (3, 4, 1):
         return "3.4.0"
     if v < (3, 5, 2):
         return "3.5.0"
@@ -206,7 +215,7 @@ class SyncWriterPartition:
 
     def __init__(self, max_offset_lag: int = 100, version: str = "3.7.1"):
         self.max_offset_lag = max_offset_lag
-        self.pre_35 = rule_for_version(version) == "pre-3.5"
+        self.pre_35 = rule_for_version(version) == "pre-3.4.1"
         self.previous_upstream = self.previous_downstream = -1
         self.last_sync_upstream = self.last_sync_downstream = -1
 
@@ -243,11 +252,11 @@ class Checkpoint(NamedTuple):
 def checkpoint_emitted(previous: Checkpoint | None, upstream_offset: int, downstream_offset: int | None,
                        version: str = "3.7.1") -> bool:
     """Whether MirrorCheckpointTask emits a checkpoint for a group's partition given the translation: only with
-    syncs and a downstream offset >= 0; from 3.5 only the first, after an upstream rewind, or when the downstream
+    syncs and a downstream offset >= 0; from 3.4.1 only the first, after an upstream rewind, or when the downstream
     offset advanced (`previous` = the last emitted since the task started, or from 3.7.1 the last in the topic)."""
     if downstream_offset is None or downstream_offset < 0:
         return False
-    if rule_for_version(version) == "pre-3.5" or previous is None:
+    if rule_for_version(version) == "pre-3.4.1" or previous is None:
         return True
     return upstream_offset < previous.upstream_offset or downstream_offset > previous.downstream_offset
 
@@ -262,85 +271,17 @@ def last_checkpoints(checkpoints: Iterable[tuple[str, str, int, int, int]], grou
     return out
 
 
-class Bounds(NamedTuple):
-    """Where the first record the group has not consumed upstream lands downstream: low <= X <= high (None: not
-    known). Assumes each upstream record was written downstream once (no re-replication after a restart)."""
-
-    low: int | None
-    high: int | None
-
-    @property
-    def exact(self) -> bool:
-        return self.low is not None and self.low == self.high
-
-
-def generations(syncs: Sequence[tuple[int, int]]) -> list[list[tuple[int, int]]]:
-    """Syncs split where upstream rewinds or downstream goes back (topic recreated or truncated): offsets of two
-    generations do not bound each other."""
-    out: list[list[tuple[int, int]]] = []
-    for u, d in syncs:
-        if not out or u < out[-1][-1][0] or d < out[-1][-1][1]:
-            out.append([])
-        out[-1].append((u, d))
-    return out
-
-
-def downstream_bounds(syncs: Sequence[tuple[int, int]], upstream_offset: int) -> Bounds:
-    """Bounds of X for a group at `upstream_offset`, from the latest generation of this partition's syncs: the
-    latest sync a at or below it gives X = d_a when u_a == U, else d_a + 1 <= X <= d_a + (U - u_a); the earliest
-    sync b above it gives X <= d_b."""
-    if not syncs:
-        return Bounds(None, None)
-    current = generations(syncs)[-1]
-    below = [s for s in current if s[0] <= upstream_offset]
-    above = [s for s in current if s[0] > upstream_offset]
-    low = high = None
-    if below:
-        u, d = max(below)
-        if u == upstream_offset:
-            return Bounds(d, d)
-        low, high = d + 1, d + (upstream_offset - u)
-    if above:
-        d_b = min(above)[1]
-        high = d_b if high is None else min(high, d_b)
-    return Bounds(low, high)
-
-
-class Failover(NamedTuple):
-    """What a consumer group failing over to the target at `target_committed` would see."""
-
-    bounds: Bounds
-    redelivered_min: int | None     # target records in [committed, X): consumed on the source already
-    redelivered_max: int | None
-    skipped_min: int | None         # target records in [X, committed): never consumed on the source
-    skipped_max: int | None
-
-
-def failover(upstream_committed: int, bounds: Bounds, target_committed: int | None) -> Failover:
-    """Counts per group and partition; None where the bounds leave it unknown. Only what the bounds prove:
-    redelivered_min / skipped_min are certain, the max values are what the sparse syncs allow."""
-    del upstream_committed   # the bounds already encode it; kept in the signature for the callers' clarity
-    if target_committed is None:
-        return Failover(bounds, None, None, None, None)
-    low, high = bounds
-    redelivered_min = None if low is None else max(0, low - target_committed)
-    redelivered_max = None if high is None else max(0, high - target_committed)
-    skipped_min = None if high is None else max(0, target_committed - high)
-    skipped_max = None if low is None else max(0, target_committed - low)
-    return Failover(bounds, redelivered_min, redelivered_max, skipped_min, skipped_max)
-
-
 def checkpoint_justified(upstream_offset: int, downstream_offset: int, syncs: Sequence[tuple[int, int]],
                          rule: str) -> bool:
     """Whether some sync could have given this checkpoint under `rule`, whatever the store held when it was made
-    (restarts and the 64-slot store make the exact sync unknowable): 3.5+ needs d_s == D with u_s == U, or
-    d_s + 1 == D with u_s < U; pre-3.5 needs d_s + (U - u_s) == D with u_s <= U. False is a certain mismatch."""
+    (restarts and the 64-slot store make the exact sync unknowable): 3.4.1+ needs d_s == D with u_s == U, or
+    d_s + 1 == D with u_s < U; pre-3.4.1 needs d_s + (U - u_s) == D with u_s <= U. False is a certain mismatch."""
     if rule not in RULES:
         raise ValueError(f"translation rule {rule!r}: expected one of {', '.join(RULES)}")
     for u, d in syncs:
         if u > upstream_offset:
             continue
-        if rule == "pre-3.5":
+        if rule == "pre-3.4.1":
             if d + (upstream_offset - u) == downstream_offset:
                 return True
         elif d + (0 if u == upstream_offset else 1) == downstream_offset:
@@ -363,6 +304,10 @@ class GroupPartition(NamedTuple):
     source_read_at_ms: int | None = None
     target_committed: int | None = None          # the group's committed offset on the remote topic
     target_read_at_ms: int | None = None
+    target_log_start: int | None = None          # the remote partition's log start offset (None: not read)
+    # the sync records go back to the first MirrorMaker wrote (the offset-syncs topic read from offset 0); False:
+    # retention deleted earlier ones, which may be what a checkpoint was translated from
+    syncs_complete: bool = True
 
 
 class Mm2Settings(NamedTuple):
@@ -393,17 +338,24 @@ def evaluate_group(g: GroupPartition, settings: Mm2Settings = Mm2Settings()) -> 
         low, high = downstream_bounds(g.syncs, g.checkpoint.upstream_offset)
         d = g.checkpoint.downstream_offset
         off = max(0, 0 if low is None else low - d, 0 if high is None else d - high)
-        out.append(_row(g, "kafka.mm2_checkpoint_mismatch", (d, d), off, f"checkpoint {g.checkpoint.upstream_offset}"
-                        f"->{d} is not what the {rule} translation gives from any sync",
-                        {"rule": rule, "bounds": [low, high]}))
+        if g.syncs_complete:
+            out.append(_row(g, "kafka.mm2_checkpoint_mismatch", (d, d), off, f"checkpoint "
+                            f"{g.checkpoint.upstream_offset}->{d} is not what the {rule} translation gives from any "
+                            "sync", {"rule": rule, "bounds": [low, high]}))
+        else:
+            out.append(_row(g, COVERAGE, (d, d), off, "checkpoint not explained by the syncs retention left: "
+                                                       "the one it came from may be deleted",
+                            {"rule": rule, "bounds": [low, high]}))
     u = g.upstream_committed
     bounds = Bounds(None, None) if u is None else downstream_bounds(g.syncs, u)
-    f = failover(u, bounds, g.target_committed)
+    f = failover(u, bounds, g.target_committed, g.target_log_start, restarts(g.syncs))
     detail = {"rule": rule, "translated": None if u is None else translate(g.syncs, u, g.version),
               "bounds": list(bounds), "upstream_committed": u, "target_committed": g.target_committed,
-              "source_read_at_ms": g.source_read_at_ms, "target_read_at_ms": g.target_read_at_ms}
+              "target_log_start": g.target_log_start, "source_read_at_ms": g.source_read_at_ms,
+              "target_read_at_ms": g.target_read_at_ms}
+    start = None if g.target_committed is None else readable_from(g.target_committed, g.target_log_start)
     if f.skipped_min:
-        rng = (bounds.high, g.target_committed - 1)
+        rng = (max(bounds.high, g.target_log_start or 0), g.target_committed - 1)
         if _ordered(g.target_read_at_ms, g.source_read_at_ms):
             out.append(_row(g, "kafka.mm2_target_group_ahead", rng, f.skipped_min,
                             f"a failover skips at least {f.skipped_min} messages", detail))
@@ -412,7 +364,7 @@ def evaluate_group(g: GroupPartition, settings: Mm2Settings = Mm2Settings()) -> 
                                                              "does not prove it", detail))
     tolerance = dict(settings.group_tolerances).get(g.group, settings.redelivery_tolerance)
     if f.redelivered_min is not None and f.redelivered_min > tolerance:
-        rng, more = (g.target_committed, bounds.low - 1), {**detail, "tolerance": tolerance}
+        rng, more = (start, bounds.low - 1), {**detail, "tolerance": tolerance}
         if _ordered(g.source_read_at_ms, g.target_read_at_ms):
             out.append(_row(g, "kafka.mm2_failover_redelivery", rng, f.redelivered_min,
                             f"a failover redelivers at least {f.redelivered_min} messages", more))
@@ -420,4 +372,4 @@ def evaluate_group(g: GroupPartition, settings: Mm2Settings = Mm2Settings()) -> 
             out.append(_row(g, COVERAGE, rng, f.redelivered_min, "redelivery above the tolerance, read order does "
                                                                  "not prove it", more))
     return out, {**detail, "cluster": g.cluster, "source": g.source, "group": g.group, "topic": g.topic,
-                 "partition": g.partition, "exact": bounds.exact, **f._asdict(), "bounds": list(bounds)}
+                 "partition": g.partition, "exact": f.exact, **f._asdict(), "bounds": list(bounds)}

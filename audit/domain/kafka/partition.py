@@ -10,8 +10,17 @@ Rules (docs/formats/kafka.md, "Leader-epoch rules"; checks.py has the ids):
   cluster's policy). Δ below T is kept though it differs from L: divergent logs. Δ from T up to R's high watermark
   was exposed as committed and the rule removes it: committed data lost. Δ above R's high watermark is an in-flight
   tail, normal.
-- Epoch caches are compared only where both logs hold the same committed batches (above both log starts, below
-  min(Δ), T and both high watermarks): compaction, retention and epochs that never got a record never count.
+- Epoch caches are compared only where both logs hold the same committed batches (above both log starts and both
+  caches' first entries, below min(Δ), T and both high watermarks): compaction, retention and epochs that never got
+  a record never count. Offsets below a cache's first entry are never judged by epoch (here or in the batch
+  epochs Spark counts): a follower taking the leader's log start truncates its cache from the start at once
+  (UnifiedLog.maybeIncrementLogStartOffset -> LeaderEpochFileCache.truncateFromStartAsyncFlush, called by
+  ReplicaFetcherThread.processPartitionData; core/src/main/scala/kafka/log/UnifiedLog.scala @1eb7644349c), while
+  its segments below stay on disk until the next retention check (deleteLogStartOffsetBreachedSegments) and
+  log-start-offset-checkpoint is written every log.flush.start.offset.checkpoint.interval.ms (60 s).
+- A replica whose leader-epoch-checkpoint is unknown (absent from the evidence or undecodable: `epochs` None) gets
+  one "not judged" item instead of any epoch rule; where a truncation offset needs its cache (every policy but
+  "high-watermark", on either side), what that offset would decide is not judged either.
 
 Snapshots apart: each replica is read at its own instant. A replica's high watermark claim is judged only when it
 was read no later than its log (`high_watermark_read_at_ms <= read_at_ms`: else the log may already have been cut
@@ -29,109 +38,14 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from audit.domain.kafka.checks import CHECKS, COVERAGE
-from audit.domain.kafka.epochs import EpochEntry, LeaderEpochCache, checkpoint_problem_entries, epoch_differences
-from audit.domain.kafka.truncation import ReplicaLog, Truncation, truncation_offset
+from audit.domain.kafka.epochs import checkpoint_problem_entries, epoch_differences
+from audit.domain.kafka.replica import (PartitionMetadata, PartitionState, Range, ReplicaState, Settings, clip, merge,
+                                        not_after, size)
+from audit.domain.kafka.truncation import Truncation, truncation_offset
 
-Range = tuple[int, int]   # [from, to)
-
-
-@dataclass(frozen=True)
-class PartitionMetadata:
-    """Leader, ISR and leader epoch as the admin API or the KRaft metadata log gave them, and when."""
-
-    leader: int | None            # None: no leader (offline)
-    leader_epoch: int | None
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    read_at_ms: int | None
-
-
-@dataclass(frozen=True)
-class ReplicaState:
-    """One replica as its log dir shows it (Spark fills every field; see docs/kafka/contracts.md)."""
-
-    broker: int
-    epochs: tuple[EpochEntry, ...]          # the leader-epoch-checkpoint entries as written
-    log_start_offset: int
-    log_end_offset: int                     # last batch's last offset + 1 (log start when empty)
-    high_watermark: int | None              # replication-offset-checkpoint; None: not checkpointed
-    read_at_ms: int | None                  # when the partition dir (epoch checkpoint, segments) was read
-    high_watermark_read_at_ms: int | None = None   # when the HW checkpoint was read; None: with the log
-    first_mismatch_offset: int | None = None       # first base offset differing from the reference's batches
-    mismatch_ranges: tuple[Range, ...] = ()        # [from, to) where they differ (exact; see `differing`)
-    unmatched_producer_ids: tuple[int, ...] = ()   # producers of its batches in Δ below min(HW, LEO)
-    unmatched_first_timestamp_ms: int | None = None
-    unmatched_last_timestamp_ms: int | None = None
-    batch_epoch_violations: int = 0                # committed batches whose epoch the cache does not give them
-    batch_epoch_violation_first_offset: int | None = None
-    batch_epoch_violation_last_offset: int | None = None
-    batch_epoch_violation_offsets: int = 0         # offsets those batches span
-    sequence_gaps: int = 0                         # producer sequence gaps among committed batches
-    sequence_gap_first_offset: int | None = None
-    sequence_gap_last_offset: int | None = None
-    checkpoint_problems: tuple[str, ...] = ()      # further problems found while decoding (besides the entries')
-
-    def log(self) -> ReplicaLog:
-        valid = tuple(e for e in self.epochs if e.epoch >= 0 and e.start_offset >= 0)
-        return ReplicaLog(valid, self.log_start_offset, self.log_end_offset, self.high_watermark)
-
-    def cache(self) -> LeaderEpochCache:
-        return self.log().cache()   # as the broker loads the file (conflicting entries dropped)
-
-    @property
-    def hw_read_at_ms(self) -> int | None:
-        return self.read_at_ms if self.high_watermark_read_at_ms is None else self.high_watermark_read_at_ms
-
-    def own_order_ok(self) -> bool:
-        """Its high watermark was read no later than its log: offsets below it were committed before."""
-        return _not_after(self.hw_read_at_ms, self.read_at_ms)
-
-    def exposed_end(self) -> int:
-        """The end of what it exposed as committed and still holds."""
-        return self.log_start_offset if self.high_watermark is None else \
-            max(self.log_start_offset, min(self.high_watermark, self.log_end_offset))
-
-
-@dataclass(frozen=True)
-class PartitionState:
-    cluster: str
-    topic: str
-    partition: int
-    replicas: tuple[ReplicaState, ...]
-    metadata: PartitionMetadata | None = None
-    compacted: bool = False                       # cleanup.policy contains compact
-    leader_high_watermark: int | None = None      # ListOffsets LATEST from the leader, when collected
-    leader_high_watermark_read_at_ms: int | None = None
-
-
-@dataclass(frozen=True)
-class Settings:
-    truncation_policy: str = "leader-epoch"       # truncation.truncation_policy_for(declared version)
-    follower_lag_max: int | None = None           # offsets; None: lag is a metric only
-
-
-def _not_after(a: int | None, b: int | None) -> bool:
-    return a is not None and b is not None and a <= b
-
-
-def merge(ranges: Iterable[Range]) -> list[Range]:
-    """Sorted, non-overlapping [from, to) ranges covering the same offsets."""
-    out: list[list[int]] = []
-    for low, high in sorted(r for r in ranges if r[0] < r[1]):
-        if out and low <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], high)
-        else:
-            out.append([low, high])
-    return [(low, high) for low, high in out]
-
-
-def clip(ranges: Iterable[Range], low: int, high: int) -> list[Range]:
-    return [(max(a, low), min(b, high)) for a, b in ranges if max(a, low) < min(b, high)]
-
-
-def _size(ranges: Iterable[Range]) -> int:
-    return sum(b - a for a, b in ranges)
-
+__all__ = ["PartitionMetadata", "PartitionState", "ReplicaState", "Settings", "clip", "merge", "reference_broker",
+           "differing", "divergence_start", "follower_view", "judge", "verdicts", "evaluate", "metrics",
+           "UNKNOWN_CACHE"]
 
 def reference_broker(metadata: PartitionMetadata | None,
                      replicas: Iterable[tuple[int, int | None, int]]) -> tuple[int | None, str]:
@@ -181,7 +95,15 @@ def _coverage(state: PartitionState, broker: int | None, what: str, rng: Range |
     return _row(state, COVERAGE, broker, first, end, 0 if rng is None else end - first, what, detail)
 
 
+UNKNOWN_CACHE = "leader-epoch-checkpoint absent or undecodable: epoch rules not judged"
+
+
 def _replica_checks(state: PartitionState, r: ReplicaState) -> list[dict]:
+    if not r.epochs_known:
+        if r.log_start_offset >= r.log_end_offset:
+            return []
+        return [_coverage(state, r.broker, UNKNOWN_CACHE, (r.log_start_offset, r.log_end_offset),
+                          {"problems": list(r.checkpoint_problems)})]
     out = []
     bad = checkpoint_problem_entries(r.epochs)
     if bad or r.checkpoint_problems:
@@ -220,30 +142,40 @@ class FollowerView:
     not_judged: list               # (range, why)
     lineage: tuple | None          # ((from, to), offsets whose epoch differs)
     lag_bounds: tuple
+    truncates: bool = False        # its rule cuts below its log end (not only appends the leader made after its read)
 
 
 def _missing_on_leader(leader: ReplicaState, r: ReplicaState, rng: Range) -> tuple[list, list]:
     """Offsets R exposed at or past the leader's log end: (lost [(range, proof)], not judged [(range, why)])."""
-    if _not_after(r.hw_read_at_ms, leader.read_at_ms):
+    if not_after(r.hw_read_at_ms, leader.read_at_ms):
         return [(rng, "leader read after the high watermark")], []
     leader_epoch = leader.cache().latest_epoch
-    if leader_epoch is None:
+    if leader_epoch is None or not r.epochs_known:
         return [], [(rng, "leader read before the high watermark, no epochs to decide")]
     entries = r.cache().entries
+    # below R's first entry its cache says nothing: R took a log start there (its segments below wait for the
+    # retention check, its log-start checkpoint for the next flush), so those offsets were appended after the
+    # leader's read and deleted since (module doc)
+    first = rng[1] if r.epochs_from is None else max(rng[0], r.epochs_from)
     older_end = min(rng[1], next((e.start_offset for e in entries if e.epoch >= leader_epoch), rng[1]))
     newer_start = max(rng[0], next((e.start_offset for e in entries if e.epoch > leader_epoch), rng[1]))
-    lost = [((rng[0], older_end), f"held in an epoch below the leader's {leader_epoch}")] if rng[0] < older_end else []
+    lost = [((first, older_end), f"held in an epoch below the leader's {leader_epoch}")] if first < older_end else []
     later = [((newer_start, rng[1]), f"held in an epoch above the leader's {leader_epoch}")] \
         if newer_start < rng[1] else []
     return lost, later
 
 
 def follower_view(leader: ReplicaState, r: ReplicaState, policy: str) -> FollowerView:
-    cut = truncation_offset(leader.log(), r.log(), policy)
+    cut = truncation_offset(leader.log(), r.log(), policy, leader.cache(), r.cache())
     delta = differing(r, leader.log_end_offset)
     t, exposed = min(cut.offset, r.log_end_offset), r.exposed_end()
     kept, lost, not_judged = clip(delta, r.log_start_offset, t), [], []
     removed = clip(delta, t, exposed)
+    if policy != "high-watermark" and not (leader.epochs_known and r.epochs_known):
+        # the cut comes from a cache the evidence does not give: whether Δ stays (divergent) or goes (lost) is open
+        not_judged += [(rng, "epoch cache unknown: where the truncation cuts is not known")
+                       for rng in clip(delta, r.log_start_offset, exposed)]
+        kept = removed = []
     if removed and not r.own_order_ok():
         not_judged += [(rng, "high watermark read after the log") for rng in removed]
     elif removed:
@@ -254,13 +186,15 @@ def follower_view(leader: ReplicaState, r: ReplicaState, policy: str) -> Followe
     if kept and not r.own_order_ok():
         not_judged += [(rng, "high watermark read after the log") for rng in kept]
         kept = []
-    low = max(leader.log_start_offset, r.log_start_offset)
+    # only offsets both caches describe: below a cache's first entry its replica says nothing (module doc)
+    low = max(leader.log_start_offset, r.log_start_offset, leader.epochs_from or 0, r.epochs_from or 0)
     high = min(delta[0][0] if delta else r.log_end_offset, t, leader.log_end_offset, leader.exposed_end(), exposed)
     lineage = None
-    if low < high and leader.own_order_ok() and r.own_order_ok():
+    if low < high and leader.own_order_ok() and r.own_order_ok() and leader.epochs_known and r.epochs_known:
         lineage = ((low, high), epoch_differences(leader.cache(), r.cache(), low, high))
+    truncates = t < r.log_end_offset and (t < leader.log_end_offset or not_after(r.read_at_ms, leader.read_at_ms))
     return FollowerView(r.broker, cut, delta[0][0] if delta else None, kept, lost, not_judged, lineage,
-                        _lag_bounds(leader, r))
+                        _lag_bounds(leader, r), truncates)
 
 
 def _lag_bounds(leader: ReplicaState, r: ReplicaState) -> tuple[int | None, int | None]:
@@ -289,13 +223,13 @@ def _isr_check(state: PartitionState, leader: ReplicaState, r: ReplicaState) -> 
     if md is None or r.broker not in md.isr or hw is None:
         return []
     hw = min(hw, leader.log_end_offset)
-    if r.log_end_offset >= hw or not _not_after(hw_at, r.read_at_ms):
+    if r.log_end_offset >= hw or not not_after(hw_at, r.read_at_ms):
         return []
     rng = (r.log_end_offset, hw)
     detail = {"leader": leader.broker, "leader_high_watermark": hw, "log_end_offset": r.log_end_offset,
               "isr": list(md.isr), "high_watermark_read_at_ms": hw_at, "metadata_read_at_ms": md.read_at_ms,
               "read_at_ms": r.read_at_ms}
-    if _not_after(hw_at, md.read_at_ms) and _not_after(md.read_at_ms, r.read_at_ms):
+    if not_after(hw_at, md.read_at_ms) and not_after(md.read_at_ms, r.read_at_ms):
         return [_row(state, "kafka.isr_missing_committed", r.broker, *rng, rng[1] - rng[0],
                      f"in-sync replica ends at {r.log_end_offset}, below the leader's high watermark {hw}", detail)]
     return [_coverage(state, r.broker, "in-sync replica below the leader's high watermark, the ISR was not read "
@@ -311,7 +245,7 @@ def _follower_findings(state: PartitionState, settings: Settings, leader: Replic
             "leader_high_watermark": leader.high_watermark}
     if v.kept_divergent:
         ranges, below = v.kept_divergent, min(r.exposed_end(), leader.exposed_end())
-        count = _size(ranges)
+        count = size(ranges)
         out.append(_row(state, "kafka.divergent_logs", r.broker, ranges[0][0], ranges[-1][1], count,
                         f"{count} offsets differ from the leader's and the truncation rule keeps them",
                         {**base, "ranges": [{"from": a, "to": b - 1} for a, b in ranges],
@@ -345,7 +279,7 @@ def _lost_finding(state: PartitionState, leader: ReplicaState, lost: list) -> li
                                                 r.unmatched_first_timestamp_ms, "last_timestamp_ms":
                                                 r.unmatched_last_timestamp_ms, "high_watermark": r.high_watermark})
         item["ranges"].append({"from": rng[0], "to": rng[1] - 1, "proof": proof})
-    count = _size(ranges)
+    count = size(ranges)
     return [_row(state, "kafka.committed_data_lost", leader.broker, ranges[0][0], ranges[-1][1], count,
                  f"{count} committed offsets are not on the leader", {
                      "leader": leader.broker, "ranges": [{"from": a, "to": b - 1} for a, b in ranges],
@@ -399,7 +333,9 @@ def evaluate(state: PartitionState, settings: Settings = Settings()) -> tuple[li
 
 def metrics(state: PartitionState, settings: Settings = Settings()) -> dict:
     """Per-partition numbers for the metrics table (JSON-able): the follower divergence offsets (where each
-    follower's rule cuts it), lag bounds, under-replication."""
+    follower's rule cuts it; `truncates` when that is below its log end, beyond what the leader may have appended
+    after its read), lag bounds, under-replication. `min_divergence_offset` is the lowest cut of a truncating
+    follower (None: no follower loses anything), `truncating_followers` how many there are."""
     return evaluate(state, settings)[1]
 
 
@@ -409,7 +345,7 @@ def _metrics(state: PartitionState, views: list[FollowerView], ref: int | None, 
     followers = [{"broker": v.broker, "divergence_offset": v.truncation.offset, "truncation_rule": v.truncation.rule,
                   "truncation_rounds": v.truncation.rounds, "divergence_start": v.divergence_start,
                   "lag_lower_bound": v.lag_bounds[0], "lag_upper_bound": v.lag_bounds[1],
-                  "in_isr": None if md is None else v.broker in md.isr} for v in views]
+                  "in_isr": None if md is None else v.broker in md.isr, "truncates": v.truncates} for v in views]
     lags = [f["lag_upper_bound"] if f["lag_upper_bound"] is not None else f["lag_lower_bound"] for f in followers]
     return {"cluster": state.cluster, "topic": state.topic, "partition": state.partition, "reference_broker": ref,
             "reference_rule": how, "leader": None if md is None else md.leader,
@@ -422,6 +358,7 @@ def _metrics(state: PartitionState, views: list[FollowerView], ref: int | None, 
             "log_end_offset": None if leader is None else leader.log_end_offset,
             "high_watermark": None if leader is None else _leader_high_watermark(state, leader)[0],
             "latest_epoch": None if leader is None else leader.cache().latest_epoch,
-            "min_divergence_offset": min((f["divergence_offset"] for f in followers), default=None),
+            "min_divergence_offset": min((f["divergence_offset"] for f in followers if f["truncates"]), default=None),
+            "truncating_followers": sum(f["truncates"] for f in followers),
             "max_lag": max((lag for lag in lags if lag is not None), default=None),
             "followers": followers}

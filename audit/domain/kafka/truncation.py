@@ -77,8 +77,8 @@ def truncation_policy_for(version: str) -> str:
 class _Follower:
     """The follower's log end offset and epoch cache as truncation changes them (UnifiedLog.truncateTo)."""
 
-    def __init__(self, log: ReplicaLog):
-        self.cache = log.cache()
+    def __init__(self, log: ReplicaLog, cache: LeaderEpochCache | None = None):
+        self.cache = log.cache() if cache is None else cache.copy()   # truncation changes it
         self.log_end_offset = log.log_end_offset
         self.log_start_offset = log.log_start_offset
 
@@ -141,16 +141,19 @@ def _finish(f: _Follower, leader: ReplicaLog, offset: int, rounds: int, rule: st
     return Truncation(f.log_end_offset, rounds, rule)
 
 
-def truncation_offset(leader: ReplicaLog, follower: ReplicaLog, policy: str = "leader-epoch") -> Truncation:
-    """The offset `follower` cuts its log at when it follows `leader` under `policy` (see the module doc)."""
+def truncation_offset(leader: ReplicaLog, follower: ReplicaLog, policy: str = "leader-epoch",
+                      leader_cache: LeaderEpochCache | None = None,
+                      follower_cache: LeaderEpochCache | None = None) -> Truncation:
+    """The offset `follower` cuts its log at when it follows `leader` under `policy` (see the module doc). The two
+    caches, when given, are the logs' caches already built (read only: the follower's is copied)."""
     if policy not in POLICIES:
         raise ValueError(f"truncation policy {policy!r}: expected one of {', '.join(POLICIES)}")
-    f = _Follower(follower)
+    f = _Follower(follower, follower_cache)
     high_watermark = follower.effective_high_watermark()
     if policy == "high-watermark" or f.cache.latest_epoch is None:
         rule = "follower-high-watermark" if policy == "high-watermark" else "follower-without-epochs"
         return _finish(f, leader, min(high_watermark, f.log_end_offset), 0, rule)
-    leader_cache = leader.cache()
+    leader_cache = leader.cache() if leader_cache is None else leader_cache
     if policy == "leader-epoch":
         return _by_fetch(f, leader, leader_cache)
     fetch_offset = high_watermark   # initialFetchOffset without fetch truncation

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 SCENARIOS = ("kip101-scenario-1", "kip101-scenario-2", "unclean-election", "power-loss", "broker-restart",
              "healthy-under-load")
-MM2_SCENARIOS = ("mm2-sparse-syncs", "mm2-restart", "mm2-pre-3.5-overshoot")
+MM2_SCENARIOS = ("mm2-sparse-syncs", "mm2-restart", "mm2-pre-3.4.1-overshoot")
 HIGH_WATERMARK, LEADER_EPOCH = "high-watermark", "leader-epoch"   # pre-KIP-101 / KIP-101+KIP-279 truncation
 POLICIES = (HIGH_WATERMARK, LEADER_EPOCH)
 ZOOKEEPER, KRAFT = "zookeeper", "kraft"
@@ -35,7 +35,7 @@ DEFAULT_CLUSTERS: tuple[dict[str, Any], ...] = (
 )
 DEFAULT_MIRRORS: tuple[dict[str, Any], ...] = (
     {"source": "primary", "target": "dr", "mm2_version": "3.6.0", "scenarios": ["mm2-sparse-syncs", "mm2-restart"]},
-    {"source": "primary", "target": "dr-legacy", "mm2_version": "3.4.0", "scenarios": ["mm2-pre-3.5-overshoot"]},
+    {"source": "primary", "target": "dr-legacy", "mm2_version": "3.4.0", "scenarios": ["mm2-pre-3.4.1-overshoot"]},
 )
 
 _INTS = {  # key: (default, minimum, maximum)

@@ -11,7 +11,7 @@ every offset.flush.interval (the last acknowledged upstream offset); a restarted
 offset + 1 (loadOffset), so what was copied after the last commit is copied again; the consumer reads below the
 high watermark and skips transaction markers (read_uncommitted, as MirrorMaker's consumer). The checkpoint task
 emits every emit.checkpoints.interval for every partition the group committed, when translation gives an offset
->= 0 and (from 3.5) it is the first, an upstream rewind, or a downstream advance; it syncs a target group's offset
+>= 0 and (from 3.4.1) it is the first, an upstream rewind, or a downstream advance; it syncs a target group's offset
 only forward."""
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ POLL_MIN_MS, POLL_MAX_MS = 100, 300
 MAX_POLL_RECORDS = 500
 RESTART_DOWN_MS = 10_000
 MM2_RESTART_BEFORE_SCANS_S = 90     # mm2-restart: the process is killed this long before the first scan
-# mm2-pre-3.5-overshoot: the transactional producer commits and pauses from 150 s to 110 s before the first scan;
+# mm2-pre-3.4.1-overshoot: the transactional producer commits and pauses from 150 s to 110 s before the first scan;
 # `settlement`, caught up at the end of the last transaction, stops 2 s before it resumes
 OVERSHOOT_PAUSE_S = (150, 110)
 # scenario -> (topic, partitions, transactional, groups {name: (lag in records, stops this many s before the first
@@ -40,7 +40,7 @@ MM2_TOPICS = {
     "mm2-sparse-syncs": ("orders-mm", 3, False, {"billing": (0, None), "analytics": (400, None),
                                                   "reports": (0, 120)}),
     "mm2-restart": ("payments-mm", 2, False, {"ledger": (0, None), "fraud": (120, None)}),
-    "mm2-pre-3.5-overshoot": ("ledger-txn", 2, True, {"settlement": (0, OVERSHOOT_PAUSE_S[1] + 2),
+    "mm2-pre-3.4.1-overshoot": ("ledger-txn", 2, True, {"settlement": (0, OVERSHOOT_PAUSE_S[1] + 2),
                                                        "audit-trail": (60, None)}),
 }
 
@@ -109,7 +109,7 @@ def setup_mirror(spec: MirrorSpec, src: Cluster, tgt: Cluster, start_ms: int, as
                          idempotent=not transactional, transactional=transactional)
             p.start(start_ms, as_of_ms)
             producers.append(p)
-            if scenario == "mm2-pre-3.5-overshoot":
+            if scenario == "mm2-pre-3.4.1-overshoot":
                 p.pause = tuple(as_of_ms - (cfg.scan_span_s() + s) * 1000 for s in OVERSHOOT_PAUSE_S)
             for group, (lag, stop_s) in consumers.items():
                 gc = GroupConsumer(group, src, topic, stream(cfg.seed, src.name, "group", group), lag_records=lag,
@@ -238,7 +238,7 @@ def _copied(flow: MirrorFlow, gen: int, topic: str, p: int, proto: Batch, offset
                 state.reset()
         elif not state.old and version_at_least(flow.version, 3, 7, 0):
             flow.delayed[key] = (upstream, downstream)
-    if not version_at_least(flow.version, 3, 5, 0):
+    if not version_at_least(flow.version, 3, 4, 1):
         return
     _fire_pending(flow)
 
@@ -277,7 +277,7 @@ def _sync_acked(flow: MirrorFlow, gen: int) -> None:
     if gen != flow.generation:
         return
     flow.outstanding -= 1
-    if version_at_least(flow.version, 3, 5, 0):
+    if version_at_least(flow.version, 3, 4, 1):
         _fire_pending(flow)
 
 
@@ -289,7 +289,7 @@ def _commit(flow: MirrorFlow, gen: int, period: int) -> None:
         for key, value in flow.delayed.items():      # pendingOffsetSyncs.putAll(delayedOffsetSyncs)
             flow.pending[key] = value
         flow.delayed.clear()
-    if version_at_least(flow.version, 3, 5, 0):
+    if version_at_least(flow.version, 3, 4, 1):
         _fire_pending(flow)
     flow.source.clock.after(period, _commit, flow, gen, period)
 
@@ -352,7 +352,7 @@ def _emit_checkpoints(flow: MirrorFlow, gen: int, period: int) -> None:
     if not flow.running or flow.generation != gen:
         return
     _read_syncs(flow)
-    monotonic = version_at_least(flow.version, 3, 5, 0)
+    monotonic = version_at_least(flow.version, 3, 4, 1)
     offsets = flow.source.groups
     for group in sorted(flow.groups):
         fresh = {}

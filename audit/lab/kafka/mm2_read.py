@@ -3,10 +3,10 @@
 simulation: the lab writes them straight into the sink), and the failover it describes, counted message by
 message (the ground truth).
 
-The groups are read at one virtual instant: the target side, then the source side (the reader's order), both at
-`now`, so every read instant of groups.json (the document's and each side's) is `now`; the target read finished no
-later than the source read started AND the other way round, and the audit may judge skips and redeliveries both
-ways."""
+The groups are read at one virtual instant, in the reader's order: the target side, the source side, then the
+target groups again (`target_after`), all at `now`, so every read instant of groups.json (the document's and each
+read's) is `now` and both target reads hold the same offsets; each read finished no later than the next started
+AND the other way round, and the audit may judge skips and redeliveries both ways."""
 from __future__ import annotations
 
 import base64
@@ -60,15 +60,19 @@ def read_flow(flow: MirrorFlow) -> FlowRead:
     checkpointed = {r.fields.group for _, r in checkpoints}
     source_groups = {g for g, offsets in flow.source.groups.items() if offsets}
     target_groups = {g for g, offsets in flow.target.groups.items() if offsets} | checkpointed
+    target = _committed(flow.target, target_groups)
     doc = {"read_started_at_ms": now,
            "target_read_started_at_ms": now,
-           "target": _committed(flow.target, target_groups),
+           "target": target,
            "target_end_offsets": [_end_row(flow.target, t, p) for t, p in downstream],
            "target_read_finished_at_ms": now,
            "source_read_started_at_ms": now,
            "source": _committed(flow.source, source_groups),
            "source_end_offsets": [_end_row(flow.source, t, p) for t, p in upstream],
            "source_read_finished_at_ms": now,
+           "target_after_read_started_at_ms": now,
+           "target_after": target,          # nothing moves within the virtual instant
+           "target_after_read_finished_at_ms": now,
            "read_finished_at_ms": now}
     docs["groups.json"] = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
     by_partition: dict[tuple[str, int], list[tuple[int, int]]] = {}

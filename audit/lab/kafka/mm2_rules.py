@@ -4,14 +4,14 @@ audit's translation in audit/domain/kafka/mm2.py is checked against an independe
 Upstream (apache/kafka connect/mirror/src/main/java/org/apache/kafka/connect/mirror/):
 - sync emission, MirrorSourceTask.PartitionState.update: 3.4.0 emits on the first record of a task lifetime, a
   downstream drift of offset.lag.max from the linear extrapolation of the last sync, an upstream gap or a
-  downstream truncation, and drops the sync when ten are outstanding; 3.5.0 (KAFKA-14666) emits when the
+  downstream truncation, and drops the sync when ten are outstanding; 3.4.1/3.5.0 (KAFKA-14666) emit when the
   downstream offset is offset.lag.max past the last sync + 1, queues it (pendingOffsetSyncs, the latest per
   partition) until fewer than ten are outstanding; 3.7.0 (KAFKA-15906, OffsetSyncWriter) also queues every
   other record's sync as "delayed" and sends those at each offset commit;
 - translation, OffsetSyncStore: 3.4.0 the latest sync only, `downstream + (group - upstream)`, -1 when the sync
-  is ahead of the group; 3.5.0 64 syncs per partition kept by updateSyncArray (oldValue demotion), 3.5.2/3.6.0
+  is ahead of the group; 3.4.1/3.5.0 64 syncs per partition kept by updateSyncArray (oldValue demotion), 3.5.2/3.6.0
   (KAFKA-15202) the replacement taken from the original array, 3.7.1 (KAFKA-15905) the start keeps every sync
-  read when the checkpoints topic was read; from 3.5 `downstream + (group == upstream ? 0 : 1)`, nothing before
+  read when the checkpoints topic was read; from 3.4.1 `downstream + (group == upstream ? 0 : 1)`, nothing before
   the first read to the end."""
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class SyncWriterState:
     """PartitionState of one upstream partition for one task lifetime."""
 
     def __init__(self, version: tuple[int, ...], max_offset_lag: int):
-        self.old = not version_at_least(version, 3, 5, 0)
+        self.old = not version_at_least(version, 3, 4, 1)
         self.max_offset_lag = max_offset_lag
         self.previous_upstream = self.previous_downstream = -1
         self.last_sync_upstream = self.last_sync_downstream = -1
@@ -76,7 +76,7 @@ class SyncStore:
     """The syncs of one upstream partition as the checkpoint task's OffsetSyncStore holds them."""
 
     def __init__(self, version: tuple[int, ...]):
-        self.latest_only = not version_at_least(version, 3, 5, 0)
+        self.latest_only = not version_at_least(version, 3, 4, 1)
         self.original_array = version_at_least(version, 3, 5, 2)
         self.keep_on_start = version_at_least(version, 3, 7, 1)
         self.syncs: list[_Sync] | None = None

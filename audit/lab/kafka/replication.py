@@ -255,7 +255,6 @@ class Replication:
 
     # --- fetcher threads -----------------------------------------------------------------------------------
     def start_fetchers(self, until_ms: int, rng: random.Random) -> None:
-        cfg = self.c.config
         ids = list(self.c.brokers)
         for f in ids:
             for leader in ids:

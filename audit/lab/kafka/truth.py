@@ -145,9 +145,11 @@ def partition_truth(cluster: str, hw_policy: bool, key: tuple[str, int], view: P
             latest = ref.epochs[-1][0] if ref.epochs else None
             if latest is None:
                 continue
+            # R's cache says nothing below its first entry (a log start taken after the reference's read)
+            first = max(a, r.epochs[0][1]) if r.epochs else b
             older_end = min(b, next((s for e, s in r.epochs if e >= latest), b))
-            if a < older_end:
-                lost.append((a, older_end))
+            if first < older_end:
+                lost.append((first, older_end))
         # only offsets both caches describe (a cache truncated from the start ahead of the log-start checkpoint
         # says nothing below its first entry)
         low = max(ref.log_start, r.log_start, ref.epochs[0][1] if ref.epochs else 0, r.epochs[0][1] if r.epochs else 0)

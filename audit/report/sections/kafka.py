@@ -16,7 +16,8 @@ PARTITIONS = ("metrics", "kafka_partitions")       # under the attempt folder
 MM2 = ("metrics", "kafka_mm2_failover")
 COVERAGE = ("metrics", "kafka_coverage")
 _PARTITION_COLUMNS = ("cluster", "topic", "partition", "replica_count", "collected_replicas", "under_replicated",
-                      "offline", "max_lag", "min_divergence_offset", "findings", "not_judged")
+                      "offline", "max_lag", "min_divergence_offset", "truncating_followers", "findings",
+                      "not_judged")
 _MM2_COLUMNS = ("cluster", "source", "group", "topic", "partition", "exact", "redelivered_min", "redelivered_max",
                 "skipped_min", "skipped_max")
 COVERAGE_FIELDS = ("cluster", "topic", "partition", "broker", "group", "what", "entry_count")
@@ -41,7 +42,8 @@ def kafka_metrics(partitions: Iterable[Mapping[str, Any]] | None, mm2: Iterable[
                   coverage: Iterable[Mapping[str, Any]] | None, violations: Iterable[Mapping[str, Any]] = ()
                   ) -> dict[str, Any]:
     """{"clusters": {cluster: totals + "by_check" + "lag_histogram"}, "mm2": {"<source>-><target>": totals + top},
-    "not_judged": [{cluster, what, items, entry_count, examples}]}."""
+    "not_judged": [{cluster, what, items, entry_count, examples}]}. A cluster's "diverged" counts partitions with a
+    truncating follower (metrics' truncating_followers: its rule cuts its log below its end)."""
     clusters: dict[str, dict[str, Any]] = {}
 
     def cluster(name: str) -> dict[str, Any]:
@@ -56,7 +58,8 @@ def kafka_metrics(partitions: Iterable[Mapping[str, Any]] | None, mm2: Iterable[
         c["collected_replicas"] += _n(r.get("collected_replicas"))
         c["under_replicated"] += bool(r.get("under_replicated"))
         c["offline"] += bool(r.get("offline"))
-        c["diverged"] += r.get("min_divergence_offset") is not None
+        # a follower whose rule cuts below its log end (every follower has a divergence offset, most at their end)
+        c["diverged"] += _n(r.get("truncating_followers")) > 0
         c["not_judged"] += _n(r.get("not_judged"))
         c["lag_histogram"][lag_bucket(_n(r.get("max_lag")))] += 1
     for v in violations:

@@ -11,8 +11,11 @@ The outputs are built on the driver (a few hundred thousand rows at most) and wr
 folder; each folder is replaced as a whole, like common.write does."""
 from __future__ import annotations
 
+import gc
 import os
 import shutil
+from contextlib import contextmanager
+from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -67,44 +70,79 @@ def replica_metrics(run_id: str, assembled: Assembled, k: dict[str, np.ndarray])
     return pa.Table.from_arrays([data[f.name].cast(f.type) for f in schema], schema=schema)
 
 
-def extra_coverage(assembled: Assembled, k: dict[str, np.ndarray]) -> list[dict]:
-    """Not judged beyond what the domain says: partitions with one replica's evidence only (when the metadata does
-    not say it has one replica), and replicas with v2 batches whose leader-epoch cache is unknown."""
-    out = []
+def declared_brokers(request: AuditRequest) -> dict[str, tuple[int, ...]]:
+    """cluster -> the brokers its estate entry declares (`brokers:`; empty: not declared)."""
+    return {c.name: tuple(getattr(c, "brokers", None) or ()) for c in request.clusters}
+
+
+def extra_coverage(assembled: Assembled, brokers: dict[str, tuple[int, ...]]) -> list[dict]:
+    """Not judged beyond what the domain says: partitions with one replica's evidence only. With metadata naming
+    more replicas, one item per partition. Without metadata, a partition found on one broker has one replica when
+    the estate declares the cluster's brokers and every one of them had its log dirs read; otherwise one item per
+    cluster says how many partitions the cross-replica rules could not run for, and what would settle it."""
+    out, unsettled = [], {}
+    broker = assembled.cols["broker"]
+    present: dict[str, set[int]] = {}
     for p in assembled.partitions:
+        present.setdefault(p.cluster, set()).update(broker[p.first:p.stop].tolist())
+    for p in assembled.partitions:
+        if p.stop - p.first != 1:
+            continue
         expected = len(p.metadata.replicas) if p.metadata is not None and p.metadata.replicas else None
-        if p.stop - p.first == 1 and expected != 1:
-            out.append({"cluster": p.cluster, "topic": p.topic, "partition": p.partition,
-                        "broker": int(assembled.cols["broker"][p.first]), "what": "one replica's evidence only: "
-                        "nothing to compare it with", "entry_count": 0, "detail": {
-                            "assigned_replicas": None if p.metadata is None else list(p.metadata.replicas)}})
-    unknown = np.flatnonzero(~assembled.cols["check_epochs"] & (k["v2_batches"] > 0))
-    if unknown.size:
-        kept = assembled.kept.take(pa.array(unknown)).select(["cluster", "topic", "partition", "broker",
-                                                              "epoch_checkpoint_error"]).to_pylist()
-        for i, r in zip(unknown.tolist(), kept):
-            out.append({**{x: r[x] for x in ("cluster", "topic", "partition", "broker")},
-                        "what": "leader-epoch-checkpoint absent or undecodable: batch epochs not judged",
-                        "entry_count": int(k["v2_batches"][i]), "detail": {
-                            "v2_batches": int(k["v2_batches"][i]), "error": r["epoch_checkpoint_error"]}})
+        if expected is not None:
+            if expected != 1:
+                out.append({"cluster": p.cluster, "topic": p.topic, "partition": p.partition,
+                            "broker": int(broker[p.first]), "what": "one replica's evidence only: nothing to "
+                            "compare it with", "entry_count": 0, "detail": {
+                                "assigned_replicas": list(p.metadata.replicas)}})
+            continue
+        declared = set(brokers.get(p.cluster) or ())
+        if declared and declared <= assembled.scanned.get(p.cluster, set()) | present.get(p.cluster, set()):
+            continue   # every broker of the cluster was read: found on one broker only, it has one replica
+        unsettled.setdefault(p.cluster, []).append(p)
+    for cluster, parts in sorted(unsettled.items()):
+        declared = sorted(brokers.get(cluster) or ())
+        read = sorted(assembled.scanned.get(cluster, set()) | present.get(cluster, set()))
+        missing = sorted(set(declared) - set(read))
+        settle = f"add the log dirs of broker(s) {', '.join(map(str, missing))} (declared in brokers:)" if declared \
+            else "add the other brokers' log dirs, or declare the cluster's brokers: in the estate"
+        out.append({"cluster": cluster, "topic": None, "partition": None, "broker": None,
+                    "what": f"{len(parts)} partition(s) found on one broker only and no metadata: cross-replica "
+                            f"rules not run; {settle}", "entry_count": 0,
+                    "detail": {"partitions": len(parts), "brokers_read": read, "brokers_declared": declared,
+                               "examples": [f"{p.topic}-{p.partition}" for p in parts[:5]]}})
     return out
 
 
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Around the per-partition loop: it builds millions of small acyclic objects (replica states, caches, rows)
+    that the cyclic collector would scan again and again as their number grows; reference counting frees them."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def judge_partitions(run_id: str, assembled: Assembled, kernel: pa.Table, by_cluster: dict[str, Settings],
-                     default: Settings) -> dict:
+                     default: Settings, brokers: dict[str, tuple[int, ...]] | None = None) -> dict:
     """{output: rows or Arrow table} of the partition audit: violations, coverage, kafka_partitions,
-    kafka_replicas."""
-    partition_states, k = states(assembled, kernel)
-    out = {"violations": [], "kafka_coverage": [rows.coverage(run_id, c) for c in
-                                                assembled.coverage + extra_coverage(assembled, k)],
-           "kafka_partitions": []}
-    for st in partition_states:
-        found, m = evaluate(st, by_cluster.get(st.cluster, default))
-        violations, covered = rows.split(run_id, found)
-        out["violations"] += violations
-        out["kafka_coverage"] += covered
-        out["kafka_partitions"].append({**m, "run_id": run_id, "compacted": st.compacted,
-                                        "findings": len(violations), "not_judged": len(covered)})
+    kafka_replicas (`brokers`: declared_brokers)."""
+    with _no_cyclic_gc():
+        partition_states, k = states(assembled, kernel)
+        out = {"violations": [], "kafka_coverage": [rows.coverage(run_id, c) for c in
+                                                    assembled.coverage + extra_coverage(assembled, brokers or {})],
+               "kafka_partitions": []}
+        for st in partition_states:
+            found, m = evaluate(st, by_cluster.get(st.cluster, default))
+            violations, covered = rows.split(run_id, found)
+            out["violations"] += violations
+            out["kafka_coverage"] += covered
+            out["kafka_partitions"].append({**m, "run_id": run_id, "compacted": st.compacted,
+                                            "findings": len(violations), "not_judged": len(covered)})
     out["kafka_replicas"] = replica_metrics(run_id, assembled, k)
     return out
 
@@ -126,7 +164,7 @@ def run(spark: SparkSession, tables_dir: str, root: str, request: AuditRequest) 
     kafka_violations_by_check}."""
     by_cluster, default = settings_by_cluster(request)
     assembled, kernel = state.compute(spark, tables_dir)
-    out = judge_partitions(request.run_id, assembled, kernel, by_cluster, default)
+    out = judge_partitions(request.run_id, assembled, kernel, by_cluster, default, declared_brokers(request))
     tolerance = getattr(request.thresholds, "kafka_mm2_redelivery_tolerance", DEFAULT_REDELIVERY_TOLERANCE)
     mm2 = mm2_state.audit(spark, tables_dir, request.run_id, request.clusters, tolerance)
     out["violations"] += mm2["violations"]

@@ -18,13 +18,15 @@ from audit.transforms.common import B, I, L, S, struct
 from audit.transforms.kafka.tables import SYSTEM
 
 FOLLOWER = struct(("broker", I), ("divergence_offset", L), ("truncation_rule", S), ("truncation_rounds", I),
-                  ("divergence_start", L), ("lag_lower_bound", L), ("lag_upper_bound", L), ("in_isr", B))
+                  ("divergence_start", L), ("lag_lower_bound", L), ("lag_upper_bound", L), ("in_isr", B),
+                  ("truncates", B))
 # metrics/kafka_partitions: partition.metrics() of every partition with a collected replica, plus counts.
 PARTITION_METRICS = struct(
     ("run_id", S), ("cluster", S), ("topic", S), ("partition", I), ("reference_broker", I), ("reference_rule", S),
     ("leader", I), ("leader_epoch", I), ("replica_count", I), ("collected_replicas", I), ("isr_size", I),
     ("under_replicated", B), ("offline", B), ("log_start_offset", L), ("log_end_offset", L), ("high_watermark", L),
-    ("latest_epoch", I), ("min_divergence_offset", L), ("max_lag", L), ("followers", ArrayType(FOLLOWER)),
+    ("latest_epoch", I), ("min_divergence_offset", L), ("truncating_followers", I), ("max_lag", L),
+    ("followers", ArrayType(FOLLOWER)),
     ("compacted", B), ("findings", I), ("not_judged", I))
 # metrics/kafka_replicas: one row per judged replica: its offsets and what its batch headers showed.
 REPLICA_METRICS = struct(

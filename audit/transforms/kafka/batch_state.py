@@ -3,7 +3,7 @@ Python call): the kernel state.py runs inside mapInArrow on batch rows hash-part
 
 Per replica (kafka_batches rows of one broker's copy of a partition):
 - mismatch_ranges: [from, to) offset ranges of a follower's batches, inside the window both logs hold, that its
-  reference replica does not hold identically. Batches are equal when base offset, last offset and CRC are equal
+  reference replica does not hold identically (a batch straddling the window's start from the start on). Batches are equal when base offset, last offset and CRC are equal
   (the CRC covers attributes..records, not the partition leader epoch: docs/formats/kafka.md §3.1).
   The window is [max(both log starts, both cleaner offsets), min(both log ends)): below a cleaner offset each
   replica compacted on its own schedule (LogCleaner rewrites batches, keeping base and last offset, so CRCs
@@ -11,7 +11,10 @@ Per replica (kafka_batches rows of one broker's copy of a partition):
   (audit.domain.kafka.partition.differing);
 - batch epoch violations: committed batches (magic >= 2, at or above the log start, last offset below the exposed
   end = min(high watermark, log end)) whose partitionLeaderEpoch is not the epoch the replica's leader-epoch cache
-  gives their base offset, entries read as intervals [start_i, start_{i+1}) (LeaderEpochFileCache.epochForOffset);
+  gives their base offset, entries read as intervals [start_i, start_{i+1}) (LeaderEpochFileCache.epochForOffset).
+  Batches below the cache's first entry are not judged: a follower truncates its cache from the start the moment
+  it takes the leader's log start, before retention deletes those segments and before the log-start checkpoint
+  says so (audit/domain/kafka/partition.py's module doc has the upstream calls);
 - producer sequence gaps among the same committed batches: per producer id and producer epoch, in offset order, a
   batch whose baseSequence is not the previous batch's lastSequence + 1 (DefaultRecordBatch.incrementSequence wraps
   at Integer.MAX_VALUE to 0; batches without a producer id or sequence, e.g. control markers, are not counted);
@@ -120,9 +123,14 @@ def _assigned_epochs(rep: Replicas, keys: _Keys, e_ri: np.ndarray, e_pos: np.nda
     return np.where(found, rep.epoch_epoch[e_pos[np.maximum(at, 0)]], -2)
 
 
+def _window_start(rep: Replicas, f: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Where the window both logs speak for starts, per follower `f` and its reference `ref` (replica indexes)."""
+    return np.maximum(np.maximum(rep.log_start[f], rep.log_start[ref]), np.maximum(rep.cleaner[f], rep.cleaner[ref]))
+
+
 def _mismatched(rep: Replicas, c: dict, keys: _Keys) -> np.ndarray:
-    """Row indexes of follower batches, inside the window, that the reference does not hold identically (rows
-    sorted by replica and base offset)."""
+    """Row indexes of follower batches that reach into the window and that the reference does not hold identically
+    (rows sorted by replica and base offset). A batch straddling the window's start counts from there on."""
     ri = c["ri"]
     role = rep.role[ri]
     refs = np.flatnonzero(role == REFERENCE)
@@ -136,10 +144,9 @@ def _mismatched(rep: Replicas, c: dict, keys: _Keys) -> np.ndarray:
         same = ((ri[other] == f_ref) & (c["base"][other] == c["base"][fol]) & (c["last"][other] == c["last"][fol])
                 & (c["crc"][other] == c["crc"][fol]))
     f = ri[fol]
-    lo = np.maximum(np.maximum(rep.log_start[f], rep.log_start[f_ref]), np.maximum(rep.cleaner[f], rep.cleaner[f_ref]))
+    lo = _window_start(rep, f, f_ref)
     hi = np.minimum(rep.log_end[f], rep.log_end[f_ref])
-    base = c["base"][fol]
-    return fol[~same & (base >= lo) & (base < hi)]
+    return fol[~same & (c["last"][fol] >= lo) & (c["base"][fol] < hi)]
 
 
 def _joined(ri: np.ndarray, base: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -234,12 +241,13 @@ def replica_rows(rep: Replicas, chunk: pa.Table) -> pa.Table:
 
     judged = np.flatnonzero(committed & rep.check_epochs[ri])
     assigned = _assigned_epochs(rep, keys, e_ri, e_pos, ri[judged], c["base"][judged])
-    bad = judged[assigned != c["ple"][judged]]
+    bad = judged[(assigned != -2) & (assigned != c["ple"][judged])]     # -2: below the first entry, not judged
     b_ri, b_base, b_last = ri[bad], c["base"][bad], c["last"][bad]
 
     g_ri, g_base, g_last = _sequence_gaps(c, committed)
     mismatched = np.sort(_mismatched(rep, c, keys))
-    m_ri, m_from, m_to = _joined(ri[mismatched], c["base"][mismatched], c["last"][mismatched] + 1)
+    m_start = np.maximum(c["base"][mismatched], _window_start(rep, ri[mismatched], rep.ref[ri[mismatched]]))
+    m_ri, m_from, m_to = _joined(ri[mismatched], m_start, c["last"][mismatched] + 1)
     first_ts, last_ts, pairs = _unmatched(rep, c, mismatched, n)
 
     def pick(a: np.ndarray) -> pa.Array:

@@ -297,8 +297,9 @@ def _mm2_checkpoints(cluster: str, w: dict, key: str, data: bytes) -> Iterator[R
 
 
 def _mm2_groups(cluster: str, w: dict, key: str, data: bytes) -> Iterator[Row]:
-    """Each row carries its own side's read instants (the audit proves a skip only from a target read that ended
-    before the source read began: audit/transforms/kafka/mm2_state.py)."""
+    """Each row carries its own read's instants and names the read in `side`: "target", "source", "target_after"
+    (the target groups read again after the source; the audit proves a skip from the first target read and a
+    redelivery from the second: audit/transforms/kafka/mm2_state.py)."""
     doc = raw_docs.mm2_groups(data, key)
     flow = {"cluster": cluster, "source_alias": w["source_alias"]}
     read = {side: {"read_started_at_ms": started, "read_finished_at_ms": finished, "source_key": key}

@@ -3,17 +3,19 @@
 The groups of one upstream partition share its sync records, so the store (audit.domain.kafka.mm2.OffsetSyncStore,
 the variant the declared version runs) is replayed once per partition and every group's offset is looked up in
 its final slots with numpy; the bounds, the checkpoint check and the failover counts are the domain's formulas
-(downstream_bounds, checkpoint_justified, failover) applied to arrays. tests/transforms/kafka/test_mm2_eval.py
-checks them against the domain's per-group functions. Group-partitions whose numbers call for a finding are then
-judged by the domain itself (evaluate_group), so findings and coverage items come from the rules, not from here."""
+(downstream_bounds, checkpoint_justified, failover with the target's log start and the restarts the syncs show)
+applied to arrays. tests/transforms/kafka/test_audit_mm2_eval.py checks them against the domain's per-group
+functions. Group-partitions whose numbers call for a finding are then judged by the domain itself
+(evaluate_group), so findings and coverage items come from the rules, not from here."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
+from audit.domain.kafka.failover import Restart, generations, restarts
 from audit.domain.kafka.mm2 import (Checkpoint, GroupPartition, Mm2Settings, OffsetSyncStore, evaluate_group,
-                                    generations, rule_for_version, store_variant_for)
+                                    rule_for_version, store_variant_for)
 
 NULL = np.iinfo(np.int64).min      # "no value" in the int64 result columns
 
@@ -26,6 +28,11 @@ class Groups:
     target: np.ndarray            # its committed offset on the remote topic
     cp_upstream: np.ndarray       # the last checkpoint of the group for the partition
     cp_downstream: np.ndarray
+    target_log_start: np.ndarray | None = None   # the remote partition's log start offset; None: not read
+
+    def __post_init__(self):
+        if self.target_log_start is None:   # an array like the others (callers index every field)
+            object.__setattr__(self, "target_log_start", np.full(self.upstream.size, NULL, np.int64))
 
 
 def translations(syncs: list[tuple[int, int]], version: str, upstream: np.ndarray) -> np.ndarray:
@@ -87,7 +94,7 @@ def justified(syncs: list[tuple[int, int]], rule: str, cp_u: np.ndarray, cp_d: n
     s = np.array(syncs, dtype=np.int64)
     su, sd = s[:, 0], s[:, 1]
     u, d = cp_u[has], cp_d[has]
-    if rule == "pre-3.5":
+    if rule == "pre-3.4.1":
         key, want = sd - su, d - u        # d_s + (U - u_s) == D  <=>  d_s - u_s == D - U, with u_s <= U
     else:
         key, want = sd + 1, d             # u_s < U and d_s + 1 == D (u_s == U needs d_s == D: below)
@@ -96,35 +103,56 @@ def justified(syncs: list[tuple[int, int]], rule: str, cp_u: np.ndarray, cp_d: n
     min_u = su[order][first]
     pos = np.minimum(np.searchsorted(keys, want), max(keys.size - 1, 0))
     found = keys[pos] == want
-    ok = found & ((min_u[pos] <= u) if rule == "pre-3.5" else (min_u[pos] < u))
-    if rule != "pre-3.5":
+    ok = found & ((min_u[pos] <= u) if rule == "pre-3.4.1" else (min_u[pos] < u))
+    if rule != "pre-3.4.1":
         pairs = set(zip(su.tolist(), sd.tolist()))
         ok |= np.array([p in pairs for p in zip(u.tolist(), d.tolist())], dtype=bool)
     out[has] = ok
     return out
 
 
-def failover_counts(low: np.ndarray, high: np.ndarray, target: np.ndarray) -> dict[str, np.ndarray]:
-    """failover(): redelivered/skipped min and max per row, NULL where unknown."""
+def failover_counts(low: np.ndarray, high: np.ndarray, target: np.ndarray, upstream: np.ndarray | None = None,
+                    log_start: np.ndarray | None = None, restarted: list[Restart] = ()) -> dict[str, np.ndarray]:
+    """failover(): redelivered/skipped min and max per row, NULL where unknown (the same sums per restart)."""
+    n = low.size
+    u = np.full(n, -1, np.int64) if upstream is None else np.where(upstream == NULL, -1, upstream)
+    kept = np.zeros(n, np.int64) if log_start is None else np.where(log_start == NULL, 0, log_start)
     t_ok = target != NULL
+    start = np.maximum(target, kept)
+    has_low, has_high = t_ok & (low != NULL), t_ok & (high != NULL)
+    earlier, later, doubtful, older = (np.zeros(n, np.int64) for _ in range(4))
+    first = np.maximum(high, kept)
+    span = np.maximum(0, target - first)
+    for r in restarted:
+        da, (ub, db) = r.before[1], r.after
+        below_x = db <= low
+        earlier += np.where(below_x, np.maximum(0, np.minimum(r.last_copied - u + 1, db - start)), 0)
+        later += np.where(u < ub, np.minimum(np.clip(u - r.lowest_resume, 0, r.excess), np.maximum(0, db - start)),
+                          0)
+        window = np.maximum(0, np.minimum(db, target) - np.maximum(da + 1, first))
+        doubtful += np.where(r.last_copied >= u, np.minimum(span, r.excess + window), 0)
+        older += np.where(below_x, np.maximum(0, np.minimum(r.last_copied - u + 1, np.minimum(db, target) - kept)),
+                          0)
 
-    def clip(ok, value):
-        return np.where(ok, np.maximum(0, value), NULL)
+    def where(ok, value):
+        return np.where(ok, value, NULL)
 
-    return {"redelivered_min": clip(t_ok & (low != NULL), low - target),
-            "redelivered_max": clip(t_ok & (high != NULL), high - target),
-            "skipped_min": clip(t_ok & (high != NULL), target - high),
-            "skipped_max": clip(t_ok & (low != NULL), target - low)}
+    return {"redelivered_min": where(has_low, np.maximum(0, low - start - earlier)),
+            "redelivered_max": where(has_high, np.maximum(0, high - start) + later),
+            "skipped_min": where(has_high, np.maximum(0, span - doubtful)),
+            "skipped_max": where(has_low, np.maximum(0, target - np.maximum(low, kept)) + older)}
 
 
 def evaluate(syncs: list[tuple[int, int]], version: str, g: Groups) -> dict[str, np.ndarray]:
     """Per row: translated, bounds_low/high, exact, checkpoint_justified and the failover counts."""
     rule = rule_for_version(version)
     low, high = bounds(syncs, g.upstream)
+    counts = failover_counts(low, high, g.target, g.upstream, g.target_log_start, restarts(syncs))
+    exact = (low != NULL) & (low == high) & (counts["redelivered_min"] == counts["redelivered_max"]) & \
+        (counts["skipped_min"] == counts["skipped_max"])
     return {"translated": translations(syncs, version, g.upstream), "bounds_low": low, "bounds_high": high,
-            "exact": (low != NULL) & (low == high), "checkpoint_justified": justified(syncs, rule, g.cp_upstream,
-                                                                                     g.cp_downstream),
-            **failover_counts(low, high, g.target)}
+            "exact": exact, "checkpoint_justified": justified(syncs, rule, g.cp_upstream, g.cp_downstream),
+            **counts}
 
 
 def needs_rules(result: dict[str, np.ndarray], tolerance: int) -> np.ndarray:
@@ -143,10 +171,12 @@ def judged(base: GroupPartition, g: Groups, rows: np.ndarray, source_read: np.nd
     def val(a, i):
         return None if a[i] == NULL else int(a[i])
 
+    log_start = g.target_log_start
     for i in rows.tolist():
         cp = None if g.cp_upstream[i] == NULL or g.cp_downstream[i] == NULL else \
             Checkpoint(int(g.cp_upstream[i]), int(g.cp_downstream[i]))
         gp = base._replace(checkpoint=cp, upstream_committed=val(g.upstream, i), source_read_at_ms=val(source_read, i),
-                           target_committed=val(g.target, i), target_read_at_ms=val(target_read, i))
+                           target_committed=val(g.target, i), target_read_at_ms=val(target_read, i),
+                           target_log_start=val(log_start, i))
         out += [dict(f, _row=i) for f in evaluate_group(gp, settings)[0]]
     return out

@@ -229,9 +229,12 @@ def mm2_topic(data: bytes, source: str) -> dict:
             "records": records}
 
 
+GROUP_READS = ("target", "source", "target_after")     # groups.json's reads, in the reader's order
+
+
 def _side_instants(d: Doc, side: str, whole: tuple[int | None, int | None]) -> tuple[int | None, int | None]:
     """`<side>_read_started_at_ms` / `_finished_at_ms`; a document without them (written before the reader
-    recorded each side) has both sides read within its one pair: `whole`."""
+    recorded each read) has every read within its one pair: `whole`."""
     names = (f"{side}_read_started_at_ms", f"{side}_read_finished_at_ms")
     if not any(n in d.root for n in names):
         return whole
@@ -242,12 +245,14 @@ def _side_instants(d: Doc, side: str, whole: tuple[int | None, int | None]) -> t
 
 
 def mm2_groups(data: bytes, source: str) -> dict:
-    """groups.json: committed offsets and partition offsets per side ("source"/"target"), and when each side was
-    read ("sides": {side: (started, finished)})."""
+    """groups.json: committed offsets per read ("target", "source" and, since the reader reads the target groups
+    again after the source, "target_after"; a document without it had two reads), partition offsets per side
+    ("source"/"target"), and when each read was made ("sides": {read: (started, finished)})."""
     d = Doc(data, source)
     r = d.root
+    reads = [side for side in GROUP_READS if side != "target_after" or "target_after" in r]
     groups = []
-    for side in ("source", "target"):
+    for side in reads:
         for group, offsets in d.get(r, side, "dict").items():
             for p, x in d.items({group: offsets}, group, f"{side}."):
                 groups.append({"side": side, "group": group, "topic": d.get(x, "topic", "str", p),
@@ -260,5 +265,5 @@ def mm2_groups(data: bytes, source: str) -> dict:
                          "log_start_offset": d.get(x, "log_start", "int", p, null=True),
                          "end_offset": d.get(x, "end", "int", p, null=True)})
     whole = d.read_instants()
-    return {"read": whole, "sides": {side: _side_instants(d, side, whole) for side in ("source", "target")},
+    return {"read": whole, "sides": {side: _side_instants(d, side, whole) for side in reads},
             "groups": groups, "end_offsets": ends}

@@ -14,7 +14,7 @@ is the checkpoint's entries as LeaderEpochFileCache loads them (conflicting entr
 is the domain's (partition.reference_broker), computed here for all partitions at once; tests compare the two."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -58,6 +58,7 @@ class Assembled:
     cols: dict[str, np.ndarray]           # int64 columns of `kept`, plus latest_epoch, role, written/loaded CSR
     params: Replicas                      # the same replicas in rkey order (the kernel's)
     coverage: list[dict]
+    scanned: dict[str, set[int]] = field(default_factory=dict)   # cluster -> brokers whose log dirs were read
 
 
 def loaded_cache(entries: list[EpochEntry]) -> tuple[EpochEntry, ...]:
@@ -302,6 +303,7 @@ def states(assembled: Assembled, kernel: pa.Table) -> tuple[list[PartitionState]
         if kernel.num_rows else np.zeros(0, bool)
     has_lists = np.where(k["row"] >= 0, lists[np.maximum(k["row"], 0)] if lists.size else False, False)
     errors = assembled.kept.column("epoch_checkpoint_error").to_pylist()
+    known = c["check_epochs"].tolist()
     cols = {name: c[name].tolist() for name in ("broker", "log_start", "log_end_offset", "high_watermark",
                                                 "read_at", "hw_read_at")}
     kcols = {name: k[name].tolist() for name in (
@@ -318,13 +320,16 @@ def states(assembled: Assembled, kernel: pa.Table) -> tuple[list[PartitionState]
             row = int(k["row"][i])
             extra["mismatch_ranges"] = tuple((m["from"], m["to"]) for m in _list_of(kernel, "mismatch_ranges", row))
             extra["unmatched_producer_ids"] = tuple(_list_of(kernel, "unmatched_producer_ids", row))
+        # an absent or undecodable checkpoint: the cache is unknown (never an empty one)
+        epochs = tuple(EpochEntry(e, s) for e, s in zip(w_ep[w_off[i]:w_off[i + 1]], w_st[w_off[i]:w_off[i + 1]])) \
+            if known[i] else None
         reps.append(ReplicaState(
-            broker=cols["broker"][i], epochs=tuple(EpochEntry(e, s) for e, s in zip(w_ep[w_off[i]:w_off[i + 1]],
-                                                                                     w_st[w_off[i]:w_off[i + 1]])),
+            broker=cols["broker"][i], epochs=epochs,
             log_start_offset=cols["log_start"][i], log_end_offset=cols["log_end_offset"][i],
             high_watermark=_opt(cols["high_watermark"][i]), read_at_ms=_opt(cols["read_at"][i]),
             high_watermark_read_at_ms=_opt(cols["hw_read_at"][i]),
-            checkpoint_problems=(errors[i],) if errors[i] else (), **extra))
+            checkpoint_problems=(errors[i] or "no leader-epoch-checkpoint in the evidence",) if not known[i] else (),
+            **extra))
     out = [PartitionState(cluster=p.cluster, topic=p.topic, partition=p.partition, replicas=tuple(reps[p.first:p.stop]),
                           metadata=p.metadata, compacted=p.compacted, leader_high_watermark=p.leader_high_watermark,
                           leader_high_watermark_read_at_ms=p.leader_high_watermark_read_at_ms)

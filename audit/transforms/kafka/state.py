@@ -23,7 +23,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from audit.transforms.common import has_table, read, rows_written
 from audit.transforms.kafka import batch_state
 from audit.transforms.kafka.replicas import Assembled, assemble
-from audit.transforms.kafka.tables import BATCHES, EPOCHS, PARTITIONS, REPLICAS, SCHEMAS
+from audit.transforms.kafka.tables import BATCHES, EPOCHS, LOG_DIRS, PARTITIONS, REPLICAS, SCHEMAS
 
 ROWS_PER_TASK = 1_500_000     # batch rows one kernel call holds in memory (~13 int64 columns: ~160 MB)
 REPLICA_COLUMNS = ("cluster", "topic", "partition", "broker", "dir", "high_watermark", "log_start_offset",
@@ -90,10 +90,20 @@ def task_count(spark: SparkSession, tables_dir: str) -> int:
     return max(spark.sparkContext.defaultParallelism, math.ceil(rows / ROWS_PER_TASK))
 
 
+def scanned_brokers(spark: SparkSession, tables_dir: str) -> dict[str, set[int]]:
+    """cluster -> the brokers with a scanned log dir (kafka_log_dirs), partitions or not."""
+    out: dict[str, set[int]] = {}
+    for r in table(spark, tables_dir, LOG_DIRS).where(F.col("broker").isNotNull()).select(
+            "cluster", "broker").distinct().collect():
+        out.setdefault(r["cluster"], set()).add(r["broker"])
+    return out
+
+
 def compute(spark: SparkSession, tables_dir: str) -> tuple[Assembled, pa.Table]:
     """(assembled partitions with their kernel parameters, the kernel's per-replica rows)."""
     assembled = assemble(*driver_inputs(table(spark, tables_dir, REPLICAS), table(spark, tables_dir, EPOCHS),
                                         table(spark, tables_dir, PARTITIONS)))
+    assembled.scanned = scanned_brokers(spark, tables_dir)
     if not assembled.partitions:
         return assembled, batch_state.OUT_SCHEMA.empty_table()
     rows = kernel_rows(spark, table(spark, tables_dir, BATCHES), assembled.params, task_count(spark, tables_dir))

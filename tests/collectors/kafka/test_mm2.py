@@ -90,6 +90,7 @@ def test_a_flow_is_read_completely(clusters):
     assert groups["source"] == {"billing": [{"topic": "orders", "partition": 0, "offset": 150},
                                             {"topic": "orders", "partition": 1, "offset": 7}], "other-app": []}
     assert groups["target"] == {"billing": [{"topic": "west.orders", "partition": 0, "offset": 99}], "other-app": []}
+    assert groups["target_after"] == groups["target"] and "target_after_end_offsets" not in groups
     assert groups["source_end_offsets"] == [{"topic": "orders", "partition": 0, "log_start": 0, "end": 160},
                                             {"topic": "orders", "partition": 1, "log_start": 0, "end": 9}]
     assert groups["target_end_offsets"] == [{"topic": "west.orders", "partition": 0, "log_start": 0, "end": 120},
@@ -147,30 +148,40 @@ def test_an_unreachable_source_cluster_is_a_gap_and_the_target_is_still_read(clu
     assert store.doc("groups.json")["source"] == {} and any(g.what == "source groups and offsets (not asked)"
                                                             for g in report.gaps)
     doc = store.doc("groups.json")      # the side not asked still says when it was (not) read
-    assert doc["target_read_finished_at_ms"] < doc["source_read_started_at_ms"] <= doc["source_read_finished_at_ms"]
+    assert (doc["target_read_finished_at_ms"] < doc["source_read_started_at_ms"] <= doc["source_read_finished_at_ms"]
+            < doc["target_after_read_started_at_ms"])
+    assert doc["target_after"] == doc["target"]
+    assert [g.what for g in report.gaps].count("source groups and offsets (not asked)") == 1
 
 
-def test_target_groups_are_read_before_the_source_groups_each_side_with_its_instants(clusters, monkeypatch):
+def test_target_source_then_target_again_each_read_with_its_instants(clusters, monkeypatch):
     west, east = clusters
     clock, asked = Clock(), []
 
-    class Recording(mm2_module.GroupReader):      # which cluster answered OffsetFetch, at which clock reading
+    class Recording(mm2_module.GroupReader):      # which cluster answered what, at which clock reading
         def committed(self, groups, partitions):
-            asked.append((self.where, clock.t))
+            asked.append((self.where, "committed", clock.t))
+            if self.where == "cluster west":      # MirrorMaker syncs the target group while the source is read
+                east.commit("billing", {("west.orders", 0): 105})
             return super().committed(groups, partitions)
 
         def end_offsets(self, partitions):
-            asked.append((self.where, clock.t))
+            asked.append((self.where, "end_offsets", clock.t))
             return super().end_offsets(partitions)
 
     monkeypatch.setattr(mm2_module, "GroupReader", Recording)
     store, _ = collect(*entries(west, east), clock=clock)
     doc = store.doc("groups.json")
-    assert [w for w, _ in asked] == ["cluster east", "cluster east", "cluster west", "cluster west"]
-    assert (doc["read_started_at_ms"] < doc["target_read_started_at_ms"] < doc["target_read_finished_at_ms"]
-            < doc["source_read_started_at_ms"] < doc["source_read_finished_at_ms"] < doc["read_finished_at_ms"])
-    for where, at in asked:
-        side = "target" if where == "cluster east" else "source"
+    assert [(w, what) for w, what, _ in asked] == [
+        ("cluster east", "committed"), ("cluster east", "end_offsets"), ("cluster west", "committed"),
+        ("cluster west", "end_offsets"), ("cluster east", "committed")]
+    sides = ("target", "source", "target_after")
+    instants = [doc["read_started_at_ms"]] + [doc[f"{s}_read_{e}_at_ms"] for s in sides
+                                              for e in ("started", "finished")] + [doc["read_finished_at_ms"]]
+    assert instants == sorted(set(instants))      # strictly in that order, each read within its own pair
+    for (where, _, at), side in zip(asked, ("target", "target", "source", "source", "target_after")):
         assert doc[f"{side}_read_started_at_ms"] <= at < doc[f"{side}_read_finished_at_ms"]
-    assert doc["target"]["billing"] and doc["source"]["billing"]
-
+    assert doc["source"]["billing"][0]["offset"] == 150
+    assert doc["target"]["billing"] == [{"topic": "west.orders", "partition": 0, "offset": 99}]
+    assert doc["target_after"]["billing"] == [{"topic": "west.orders", "partition": 0, "offset": 105}]
+    assert doc["target_after"].keys() == doc["target"].keys()      # the same groups asked again

@@ -27,13 +27,14 @@ systems:
       version: "3.6.2"
       verify_crc: true
       mirrors:
-        - {source_cluster: west, mm2_version: "3.4.1", offset_syncs_location: target, groups: ["orders-*"]}
+        - {source_cluster: west, mm2_version: "3.4.0", offset_syncs_location: target, groups: ["orders-*"]}
       timeouts: {request_s: 10}
     - name: west
       source: admin
       bootstrap_servers: "w1:9092"
     - name: offline
       source: log-dirs
+      brokers: [0, 1, 2]
     - name: lab-a
       source: lab
       lab: {seed: 7}
@@ -60,7 +61,8 @@ def test_full_kafka_section():
                                                            "west.checkpoints.internal")
     assert m.remote_topic("orders") == "west.orders" and m.selects("orders-eu") and not m.selects("billing")
     assert west.security_protocol == "PLAINTEXT" and west.mirrors == () and west.verify_crc is False
-    assert offline.bootstrap_servers is None and offline.log_dirs == ()
+    assert offline.bootstrap_servers is None and offline.log_dirs == () and offline.brokers == (0, 1, 2)
+    assert east.brokers == ()   # not declared: the admin metadata names them
     assert lab_a.lab == {"seed": 7}
     (lm,) = lab_b.mirrors
     assert (lm.source_alias, lm.target_alias, lm.translation_rule) == ("A", "B", RULE_NEW)
@@ -86,7 +88,7 @@ def test_sasl_implies_its_protocol():
     assert c.security_protocol == "SASL_PLAINTEXT"
 
 
-@pytest.mark.parametrize("version, rule", [("3.4.1", RULE_OLD), ("2.8", RULE_OLD), ("3.5.0", RULE_NEW),
+@pytest.mark.parametrize("version, rule", [("3.4.0", RULE_OLD), ("2.8", RULE_OLD), ("3.4.1", RULE_NEW), ("3.5.0", RULE_NEW),
                                            ("3.10.0", RULE_NEW), ("4.0.0", RULE_NEW)])
 def test_mm2_version_picks_the_translation_rule(version, rule):
     c = KafkaCluster(name="e", source="lab", lab={}, mirrors=[{"source_cluster": "w", "mm2_version": version}])
@@ -143,6 +145,11 @@ ADMIN = "    - {name: e, source: admin, bootstrap_servers: 'h:9092'"
     (ADMIN + ", mirrors: [{source_cluster: w, separator: ' '}]}\n", "systems.kafka[0].mirrors[0].separator",
      "replication.policy.separator"),
     (ADMIN + ", mirors: []}\n", "systems.kafka[0].mirors", "(did you mean 'mirrors'?)"),
+    (ADMIN + ", brokers: [1, 1]}\n", "systems.kafka[0].brokers", "no duplicates"),
+    (ADMIN + ", brokers: [-2]}\n", "systems.kafka[0].brokers[0]", ">= 0"),
+    (ADMIN + ", brokers: 3}\n", "systems.kafka[0].brokers", "a list of broker ids"),
+    (ADMIN + ", brokers: [1], log_dirs: [{broker: 2, path: /x}]}\n", "systems.kafka[0].log_dirs[0].broker",
+     "a broker of brokers (1)"),
 ])
 def test_bad_kafka_fields_name_the_field(text, field, expected):
     err = _error(text)
@@ -173,8 +180,8 @@ def test_mirror_sources_are_read_like_their_target(clusters, expected):
 def test_schema_knows_the_kafka_keys():
     schema = estate_schema()
     text = str(schema)
-    for key in ("bootstrap_servers", "log_dirs", "mirrors", "offset_syncs_location", "kafka_follower_lag_max",
-                "kafka_mm2_redelivery_tolerance", "verify_crc"):
+    for key in ("bootstrap_servers", "log_dirs", "brokers", "mirrors", "offset_syncs_location",
+                "kafka_follower_lag_max", "kafka_mm2_redelivery_tolerance", "verify_crc"):
         assert key in text
 
 

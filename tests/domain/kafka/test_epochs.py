@@ -220,3 +220,21 @@ def test_assign_keeps_both_orders_strict(assignments):
         cache.assign(epoch, start)
         assert checkpoint_problems(cache.entries) == []
         assert cache.latest_epoch == epoch and cache.latest_entry.start_offset <= start
+
+
+@given(st.lists(st.tuples(st.integers(-1, 20), st.integers(-1, 100)), max_size=12))
+def test_loading_is_assigning_each_entry(entries):
+    """The constructor's shortcut for strictly increasing entries keeps what assign would keep, one by one."""
+    replayed = LeaderEpochCache()
+    try:
+        for epoch, start in entries:
+            replayed.assign(epoch, start)
+    except ValueError:
+        with pytest.raises(ValueError):
+            LeaderEpochCache(entries)
+        return
+    loaded = LeaderEpochCache(entries)
+    assert loaded.entries == replayed.entries
+    copy = loaded.copy()
+    copy.truncate_from_end(0)
+    assert loaded.entries == replayed.entries     # a copy is its own

@@ -168,9 +168,9 @@ def test_kafka_15202_translates_closer_than_14666():
 
 
 @pytest.mark.parametrize("version, rule, variant", [
-    ("2.8.1", "pre-3.5", "3.4.0"), ("3.4.0", "pre-3.5", "3.4.0"), ("3.5", "3.5+", "3.5.0"),
-    ("3.5.1", "3.5+", "3.5.0"), ("3.5.2", "3.5+", "3.5.2"), ("3.6.2", "3.5+", "3.5.2"), ("3.7.0", "3.5+", "3.5.2"),
-    ("3.7.1", "3.5+", "3.7.1"), ("3.9.0", "3.5+", "3.7.1"), ("4.0.0-rc1", "3.5+", "3.7.1")])
+    ("2.8.1", "pre-3.4.1", "3.4.0"), ("3.4.0", "pre-3.4.1", "3.4.0"), ("3.4.1", "3.4.1+", "3.5.0"), ("3.5", "3.4.1+", "3.5.0"),
+    ("3.5.1", "3.4.1+", "3.5.0"), ("3.5.2", "3.4.1+", "3.5.2"), ("3.6.2", "3.4.1+", "3.5.2"), ("3.7.0", "3.4.1+", "3.5.2"),
+    ("3.7.1", "3.4.1+", "3.7.1"), ("3.9.0", "3.4.1+", "3.7.1"), ("4.0.0-rc1", "3.4.1+", "3.7.1")])
 def test_version_mapping(version, rule, variant):
     assert (rule_for_version(version), store_variant_for(version)) == (rule, variant)
 
@@ -198,10 +198,10 @@ def test_translate_replays_like_a_starting_task():
 # (name, version, records (upstream, downstream), max lag, immediate syncs)
 SYNC_EMISSION = [
     ("first-then-every-100", "3.6.0", [(u, u) for u in range(0, 250)], 100, [(0, 0), (101, 101), (202, 202)]),
-    ("pre-3.5-lag-from-dead-reckoning", "3.4.0", [(u, u) for u in range(0, 250)], 100, [(0, 0)]),
+    ("pre-3.4.1-lag-from-dead-reckoning", "3.4.0", [(u, u) for u in range(0, 250)], 100, [(0, 0)]),
     ("upstream-gap", "3.6.0", [(0, 0), (1, 1), (5, 2), (6, 3)], 100, [(0, 0), (5, 2)]),
     ("downstream-truncated", "3.6.0", [(0, 10), (1, 11), (2, 3)], 100, [(0, 10), (2, 3)]),
-    ("pre-3.5-downstream-drift", "3.4.0", [(0, 0), (1, 1), (2, 102)], 100, [(0, 0), (2, 102)]),
+    ("pre-3.4.1-downstream-drift", "3.4.0", [(0, 0), (1, 1), (2, 102)], 100, [(0, 0), (2, 102)]),
     ("lag-zero-syncs-everything", "3.7.1", [(0, 0), (1, 1), (2, 2)], 0, [(0, 0), (1, 1), (2, 2)]),
 ]
 
@@ -220,8 +220,8 @@ CHECKPOINT_EMISSION = [
     ("repeated", "3.6.0", Checkpoint(10, 5), 12, 5, False),
     ("would-rewind-downstream", "3.6.0", Checkpoint(10, 5), 12, 4, False),
     ("upstream-rewind", "3.6.0", Checkpoint(10, 5), 8, 3, True),
-    ("pre-3.5-every-poll", "3.4.0", Checkpoint(10, 5), 12, 4, True),
-    ("pre-3.5-untranslatable", "3.4.0", None, 10, -1, False),
+    ("pre-3.4.1-every-poll", "3.4.0", Checkpoint(10, 5), 12, 4, True),
+    ("pre-3.4.1-untranslatable", "3.4.0", None, 10, -1, False),
 ]
 
 
@@ -255,8 +255,8 @@ def test_downstream_bounds(name, syncs, group, expected):
 
 
 @pytest.mark.parametrize("bounds, target, expected", [
-    (Bounds(1051, 1100), 1051, (0, 49, 0, 0)),       # 3.5+ checkpoint: at most the syncs' spacing redelivered
-    (Bounds(1051, 1100), 1100, (0, 0, 0, 49)),       # pre-3.5 dead reckoning: may skip
+    (Bounds(1051, 1100), 1051, (0, 49, 0, 0)),       # 3.4.1+ checkpoint: at most the syncs' spacing redelivered
+    (Bounds(1051, 1100), 1100, (0, 0, 0, 49)),       # pre-3.4.1 dead reckoning: may skip
     (Bounds(1001, 1050), 1100, (0, 0, 50, 99)),      # beyond the next sync: certainly skips
     (Bounds(1051, 1100), 1000, (51, 100, 0, 0)),     # the target group lags
     (Bounds(1050, 1050), 1050, (0, 0, 0, 0)),
@@ -269,9 +269,9 @@ def test_failover(bounds, target, expected):
 
 
 @pytest.mark.parametrize("upstream, downstream, rule, justified", [
-    (250, 1051, "3.5+", True), (200, 1050, "3.5+", True), (250, 1100, "3.5+", False),
-    (250, 1100, "pre-3.5", True), (150, 1050, "pre-3.5", True), (250, 1051, "pre-3.5", False),
-    (50, 1000, "3.5+", False)])
+    (250, 1051, "3.4.1+", True), (200, 1050, "3.4.1+", True), (250, 1100, "3.4.1+", False),
+    (250, 1100, "pre-3.4.1", True), (150, 1050, "pre-3.4.1", True), (250, 1051, "pre-3.4.1", False),
+    (50, 1000, "3.4.1+", False)])
 def test_checkpoint_justified(upstream, downstream, rule, justified):
     assert checkpoint_justified(upstream, downstream, SYNCS, rule) is justified
 
@@ -287,9 +287,12 @@ GAP = ((100, 1000), (200, 1020))     # upstream 101..199 mostly not replicated (
 # (name, group partition, settings, [(check, offset_from, offset_to, entry_count)])
 GROUPS = [
     ("in-step-3.5", gp(checkpoint=Checkpoint(250, 1051), target=1051), Mm2Settings(), []),
-    ("in-step-pre-3.5", gp("3.4.0", Checkpoint(250, 1100), target=1100), Mm2Settings(), []),
+    ("in-step-pre-3.4.1", gp("3.4.0", Checkpoint(250, 1100), target=1100), Mm2Settings(), []),
     ("checkpoint-mismatch", gp(checkpoint=Checkpoint(250, 1120), target=1051), Mm2Settings(),
      [("kafka.mm2_checkpoint_mismatch", 1120, 1120, 20)]),
+    # retention deleted the first syncs: the checkpoint may come from one of them
+    ("checkpoint-from-deleted-syncs", gp(checkpoint=Checkpoint(250, 1120), target=1051)._replace(
+        syncs_complete=False), Mm2Settings(), [(COVERAGE, 1120, 1120, 20)]),
     # KAFKA-12468: dead reckoning across the gap puts the target group 30 records past anything replicated
     ("kafka-12468-skip", gp("3.4.0", Checkpoint(150, 1050), upstream=150, target=1050, target_at=5, syncs=GAP),
      Mm2Settings(), [("kafka.mm2_target_group_ahead", 1020, 1049, 30)]),

@@ -13,7 +13,9 @@ from audit.domain.kafka.truncation import ReplicaLog, truncation_offset
 
 
 def rep(broker, epochs, start, end, hw, at=10, hw_at=None, **kw):
-    return ReplicaState(broker, tuple(E(*e) for e in epochs), start, end, hw, at, hw_at, **kw)
+    """epochs None: the leader-epoch-checkpoint is unknown (absent or undecodable)."""
+    return ReplicaState(broker, None if epochs is None else tuple(E(*e) for e in epochs), start, end, hw, at, hw_at,
+                        **kw)
 
 
 def md(leader, isr=(1, 2), replicas=(1, 2), at=0, epoch=None):
@@ -59,6 +61,11 @@ CASES = [
     ("newer-epoch-than-leader-not-judged",
      part(rep(1, [(0, 0), (1, 5)], 0, 7, 7, at=10), rep(2, [(0, 0), (1, 5), (2, 7)], 0, 10, 9, at=20),
           metadata=md(1)), EP, [(COVERAGE, 2, 7, 8, 2)]),
+    # read minutes after the leader, the follower took a log start of 9 (its cache truncated from the start at once,
+    # its log-start checkpoint not yet flushed): offsets 7-8 past the leader's end lie below its first entry, so no
+    # epoch proves them lost; 9-10 are in the leader's own epoch (appended after its read)
+    ("follower-cache-starts-past-the-leaders-end",
+     part(rep(1, [(0, 0), (1, 5)], 0, 7, 7, at=10), rep(2, [(1, 9)], 0, 12, 11, at=20), metadata=md(1)), EP, []),
     # same epoch as the leader's latest: the leader appended them after it was read
     ("leader-epoch-appends-after-read",
      part(rep(1, [(0, 0), (1, 5)], 0, 7, 7, at=10), rep(2, [(0, 0), (1, 5)], 0, 10, 9, at=20), metadata=md(1)),
@@ -93,6 +100,36 @@ CASES = [
     # retention moved one replica's log start (and its first entry)
     ("retention", part(rep(1, [(0, 50), (1, 60)], 50, 90, 90), rep(2, [(0, 0), (1, 60)], 0, 90, 90),
                        metadata=md(1)), EP, []),
+    # the follower took the leader's log start 60: its cache was truncated from the start at once, its segments
+    # below and its log-start checkpoint (written every 60 s) still say 0: below 60 its cache says nothing
+    ("cache-truncated-from-start-ahead-of-the-log-start",
+     part(rep(1, [(0, 0), (1, 50)], 0, 100, 100), rep(2, [(1, 60)], 0, 100, 100), metadata=md(1)), EP, []),
+    ("leader-cache-truncated-from-start",
+     part(rep(1, [(1, 60), (2, 80)], 0, 100, 100), rep(2, [(0, 0), (1, 50), (2, 80)], 0, 100, 100),
+          metadata=md(1)), EP, []),
+    # above both first entries the caches are still compared
+    ("cache-truncated-from-start-then-lineage-differs",
+     part(rep(1, [(0, 0), (1, 50), (2, 80)], 0, 100, 100), rep(2, [(1, 60), (2, 85)], 0, 100, 100),
+          metadata=md(1)), EP, [("kafka.epoch_lineage_mismatch", 2, 60, 99, 5)]),
+    # a leader-epoch-checkpoint the evidence lacks: not an empty cache, no epoch rule, one "not judged" item
+    ("epoch-cache-unknown",
+     part(rep(1, [(0, 0), (1, 10)], 0, 20, 20), rep(2, None, 0, 20, 20, checkpoint_problems=("absent",)),
+          metadata=md(1)), EP, [(COVERAGE, 2, 0, 19, 20)]),
+    ("leader-epoch-cache-unknown",
+     part(rep(1, None, 0, 20, 20), rep(2, [(0, 0), (1, 12)], 0, 20, 20), metadata=md(1)), EP,
+     [(COVERAGE, 1, 0, 19, 20)]),
+    ("epoch-cache-unknown-empty-log", part(rep(1, [(0, 0)], 0, 20, 20), rep(2, None, 20, 20, 20), metadata=md(1)),
+     EP, []),
+    # where the cut needs the unknown cache, whether Δ stays or goes is not judged (committed part only)
+    ("epoch-cache-unknown-divergent",
+     part(rep(1, [(0, 0), (1, 6)], 0, 7, 7, at=10), rep(2, None, 0, 10, 8, at=20, mismatch_ranges=((6, 7),)),
+          metadata=md(1, isr=(1,))), EP, [(COVERAGE, 2, 0, 9, 10), (COVERAGE, 2, 6, 7, 2)]),
+    # the pre-KIP-101 rule cuts at the high watermark (8, then the leader's end 7) whatever the cache: judged; past
+    # the leader's end only an epoch could prove the loss
+    ("epoch-cache-unknown-high-watermark-policy",
+     part(rep(1, [(0, 0), (1, 6)], 0, 7, 7, at=10), rep(2, None, 0, 10, 8, at=20, mismatch_ranges=((6, 7),)),
+          metadata=md(1, isr=(1,))), HW,
+     [(COVERAGE, 2, 0, 9, 10), ("kafka.divergent_logs", 2, 6, 6, 1), (COVERAGE, 2, 7, 7, 1)]),
     ("sequence-gap", part(rep(1, [(0, 0)], 0, 90, 90, sequence_gaps=1, sequence_gap_first_offset=30,
                               sequence_gap_last_offset=31), rep(2, [(0, 0)], 0, 90, 90), metadata=md(1)), EP,
      [("kafka.producer_sequence_gap", 1, 30, 31, 1)]),
@@ -162,7 +199,32 @@ def test_metrics():
         "min_divergence_offset": 6, "max_lag": 0}
     assert m["followers"] == [{"broker": 2, "divergence_offset": 6, "truncation_rule": "epoch-end-offset",
                                "truncation_rounds": 1, "divergence_start": 6, "lag_lower_bound": 0,
-                               "lag_upper_bound": None, "in_isr": False}]
+                               "lag_upper_bound": None, "in_isr": False, "truncates": True}]
+    assert m["truncating_followers"] == 1
+
+
+@pytest.mark.parametrize("follower, truncates", [
+    (rep(2, [(0, 0)], 0, 80, 80, at=20), False),                    # behind, nothing to cut
+    (rep(2, [(0, 0), (2, 90)], 0, 100, 100, at=20), False),          # in step
+    (rep(2, [(0, 0), (2, 90)], 0, 120, 100, at=20), False),          # read after the leader: its later appends
+    (rep(2, [(0, 0), (2, 90)], 0, 120, 100, at=5), True),            # read before: the leader never had them
+    (rep(2, [(0, 0), (1, 90)], 0, 100, 95, at=20, mismatch_ranges=((90, 100),)), True),   # a divergent tail
+])
+def test_only_followers_cut_below_their_log_end_count_as_truncating(follower, truncates):
+    """Every follower has a divergence offset (where its rule cuts it, most at their log end): the partition's
+    min_divergence_offset and truncating_followers count only those that lose something."""
+    leader = rep(1, [(0, 0), (2, 90)], 0, 100, 100, at=10)
+    m = evaluate(part(leader, follower, metadata=md(1)), EP)[1]
+    assert m["followers"][0]["truncates"] is truncates
+    assert m["truncating_followers"] == int(truncates)
+    assert (m["min_divergence_offset"] is not None) is truncates
+
+
+def test_replica_log_and_cache_are_built_once():
+    r = rep(1, [(0, 0), (1, 10)], 0, 20, 20)
+    assert r.cache() is r.cache() and r.log() is r.log()
+    assert r.cache().entries == (E(0, 0), E(1, 10))
+    assert rep(2, None, 0, 20, 20).cache().entries == () and not rep(2, None, 0, 20, 20).epochs_known
 
 
 # -- KIP-101 end to end: two replicas, records as (epoch, message), HW per replica, both policies --------------

@@ -1,4 +1,4 @@
-"""MirrorMaker 2 flows: sparse offset syncs by the documented rule, a restart that copies again, the pre-3.5
+"""MirrorMaker 2 flows: sparse offset syncs by the documented rule, a restart that copies again, the pre-3.4.1
 translation overshooting past a transaction marker, and failover counts that the evidence confirms."""
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_sparse_syncs_follow_offset_lag_max():
         gens = _generations(items, restart)
         assert len(gens) == 2, key           # the restarted task's first sync begins a new lifetime
         for gen in gens:
-            # 3.5+: a sync when the downstream offset is offset.lag.max past the last sync + 1 (no upstream gaps)
+            # 3.4.1+: a sync when the downstream offset is offset.lag.max past the last sync + 1 (no upstream gaps)
             assert all(b[1] - a[1] == 101 for a, b in zip(gen, gen[1:])), key
         # what was copied after the last offset commit was copied again: the new lifetime starts further down
         assert gens[1][0][1] - gens[1][0][0] > gens[0][-1][1] - gens[0][-1][0]
@@ -46,9 +46,10 @@ def test_sparse_syncs_follow_offset_lag_max():
 def test_failover_counts_match_the_evidence():
     raw, _, truth = collect({"seed": 7}, "dr")
     groups = json.loads(raw["mm2/primary/groups.json"])
-    # target then source at one virtual instant: each side's instants are the document's
-    assert {groups[f"{side}_read_{end}_at_ms"] for side in ("target", "source") for end in ("started", "finished")
-            } == {groups["read_started_at_ms"]} == {groups["read_finished_at_ms"]}
+    # target, source, target again at one virtual instant: each read's instants are the document's
+    assert {groups[f"{side}_read_{end}_at_ms"] for side in ("target", "source", "target_after")
+            for end in ("started", "finished")} == {groups["read_started_at_ms"]} == {groups["read_finished_at_ms"]}
+    assert groups["target_after"] == groups["target"]
     (restart,) = truth["mirrors"][0]["restarts_ms"]
     syncs = {}
     for s, at in _records(raw, "mm2/primary/offset-syncs.json", decode_offset_sync, with_time=True):

@@ -1,13 +1,15 @@
 """The real Kafka 3.6.2 broker log dir (tests/fixtures/real/kafka-broker-logdir-01/) imported by hand into an
 estate whose cluster has no admin endpoint (`source: log-dirs`), then audited from the imported evidence alone
-through the CLI: it decodes cleanly (no quarantine row) and gives no finding. What one broker's evidence cannot
-settle (no other replica to compare with) is reported as not judged, never as a finding."""
+through the CLI: it decodes cleanly (no quarantine row) and gives no finding. Declared as the single-broker
+cluster it is (`brokers: [0]`) the run is complete: every partition judged, nothing left unjudged. Without the
+declaration the replication factor is unknown: one "not judged" item for the cluster, never a finding."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pyarrow.dataset as ds
+import pytest
 
 from audit.cli.main import EXIT_CLEAN, EXIT_INCOMPLETE, main
 
@@ -18,7 +20,8 @@ def _rows(path: Path) -> list[dict]:
     return ds.dataset(str(path), format="parquet").to_table().to_pylist() if path.exists() else []
 
 
-def test_real_broker_log_dir_audits_clean(tmp_path, capsys):
+@pytest.mark.parametrize("declared", [True, False])
+def test_real_broker_log_dir_audits_clean(tmp_path, capsys, declared):
     estate = tmp_path / "estate.yaml"
     estate.write_text(f"""
 estate: realkafka
@@ -28,7 +31,7 @@ systems:
   kafka:
     - name: archive
       source: log-dirs
-""")
+""" + ("      brokers: [0]\n" if declared else ""))
     assert main(["import", "--estate", str(estate), "--run-id", "imp", "--system", "kafka", "--cluster", "archive",
                  "--kind", "log-dir", "--broker", "0", str(LOGDIR)]) == EXIT_CLEAN
     imported = json.loads(capsys.readouterr().out)
@@ -36,9 +39,13 @@ systems:
     code = main(["run", "--estate", str(estate), "--run-id", "r", "--from-raw", "imp", "--json"])
     summary = json.loads(capsys.readouterr().out)
     gaps = [g for g in summary.get("coverage_gaps", []) if g.get("system") == "kafka"]
-    # every stage ran: the only gaps are what one broker's evidence cannot settle (metrics/kafka_coverage)
-    assert not [g for g in gaps if g.get("source") in ("audit job", "normalize job")], gaps
-    assert code in (EXIT_CLEAN, EXIT_INCOMPLETE), summary
+    if declared:
+        assert gaps == [] and summary["complete"] is True and code == EXIT_CLEAN, summary
+    else:
+        # one item for the cluster (not one per partition): what would let the cross-replica rules run
+        (gap,) = gaps
+        assert gap["cluster"] == "archive" and "declare the cluster's brokers:" in gap["what"], gap
+        assert code == EXIT_INCOMPLETE and summary["complete"] is False
     assert summary["counts"]["total"] == 0 and summary["counts"]["by_check"] == {}
     assert summary["kafka"]["clusters"]["archive"]["partitions"] == 51
     assert summary["kafka"]["clusters"]["archive"]["findings"] == 0
@@ -53,5 +60,6 @@ systems:
     violations = attempt / "findings" / "violations" / "system=kafka"
     assert violations.is_dir() and _rows(violations) == []
     assert len(_rows(attempt / "metrics" / "kafka_partitions")) == 51
+    assert len(_rows(attempt / "metrics" / "kafka_coverage")) == (0 if declared else 1)
     suites = {s["name"]: s["status"] for s in summary["validation"]["suites"]}
     assert suites["kafka_violations"] == "passed" and suites["violations"] == "passed", suites

@@ -24,7 +24,7 @@ LOST = kv("kafka.committed_data_lost", 5, topic="t", partition=0, broker=1, offs
                       {"broker": 2, "ranges": [{"from": 10, "to": 11, "proof": "hw"}], "producer_ids": [7],
                        "first_timestamp_ms": 300, "last_timestamp_ms": 400, "high_watermark": 12}])
 AHEAD = kv("kafka.mm2_target_group_ahead", 4, topic="orders", partition=2, group="pay ments", source="west",
-           offset_from=40, offset_to=43, rule="3.5+", translated=40, bounds=[38, 40], upstream_committed=100,
+           offset_from=40, offset_to=43, rule="3.4.1+", translated=40, bounds=[38, 40], upstream_committed=100,
            target_committed=44)
 BEHIND = kv("kafka.mm2_failover_redelivery", 6, topic="orders", partition=2, group="g2", source="west",
             offset_from=30, offset_to=35, bounds=[36, 37], target_committed=30, translated=37)

@@ -45,7 +45,9 @@ def test_lag_buckets(lag, bucket):
 
 
 def test_cluster_totals_histogram_and_findings_by_check():
-    m = kafka_metrics([part("east", 0), part("east", 1, lag=42, under_replicated=True, min_divergence_offset=7),
+    # every follower has a divergence offset (most at their log end): only a truncating one makes it diverged
+    m = kafka_metrics([part("east", 0, min_divergence_offset=90, truncating_followers=0),
+                       part("east", 1, lag=42, under_replicated=True, min_divergence_offset=7, truncating_followers=1),
                        part("west", 0, offline=True, collected_replicas=1)], None, None,
                       [kv("kafka.divergent_logs", 3, topic="t", partition=1, broker=2),
                        kv("kafka.divergent_logs", 1, topic="t", partition=2, broker=2),
@@ -130,6 +132,13 @@ TRUTH = {"system": "kafka", "cluster": "east", "faults": [{"kind": "unclean_elec
     ([kv("kafka.committed_data_lost", 3, topic="t", partition=0),
       kv("kafka.divergent_logs", 3, topic="t", partition=1, broker=3)],
      dict(injected=3, detected=0, wrong_count=1, missed=2, false_alarms=1)),
+    # a failover count is what the syncs prove (Check.at_least): 1 to 5 of the 5 true skips match, 6 or 0 do not
+    ([kv("kafka.mm2_target_group_ahead", 3, topic="orders", partition=0, group="g", source="west")],
+     dict(injected=3, detected=1, wrong_count=0, missed=2, false_alarms=0)),
+    ([kv("kafka.mm2_target_group_ahead", 6, topic="orders", partition=0, group="g", source="west")],
+     dict(injected=3, detected=0, wrong_count=1, missed=2, false_alarms=0)),
+    ([kv("kafka.mm2_target_group_ahead", 0, topic="orders", partition=0, group="g", source="west")],
+     dict(injected=3, detected=0, wrong_count=1, missed=2, false_alarms=0)),
 ])
 def test_findings_scored_by_evidence_keys(violations, expect):
     lab = build_summary(RUN, violations, [], GX, [TRUTH], systems=SYSTEMS)["lab"]

@@ -10,11 +10,12 @@ from types import SimpleNamespace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from audit.contracts import AuditRequest
 from audit.domain.kafka.epochs import EpochEntry
-from audit.domain.kafka.partition import PartitionMetadata, PartitionState, ReplicaState, metrics
+from audit.domain.kafka.partition import UNKNOWN_CACHE, PartitionMetadata, PartitionState, ReplicaState, metrics
 from audit.transforms.kafka.audit import run
 from audit.transforms.kafka.audit_rows import FOLLOWER, PARTITION_METRICS
 from audit.transforms.kafka.tables import SCHEMAS
@@ -187,6 +188,41 @@ def test_snapshots_apart_become_coverage_not_findings(spark, tmp_path):
     assert counts["kafka_coverage"] == len(read["kafka_coverage"])
 
 
+ONE_BROKER = "3 partition(s) found on one broker only and no metadata: cross-replica rules not run; "
+
+
+def _declaring(brokers):
+    return request(clusters=(SimpleNamespace(name=NEW, version="3.6", mirrors=(), brokers=brokers),))
+
+
+def _log_dir(t: Tables, broker: int) -> None:
+    t.rows["kafka_log_dirs"].append({"cluster": NEW, "broker": broker, "dir": "dir0", "log_dir": "/var/kafka",
+                                     "partitions": 0})
+
+
+@pytest.mark.parametrize("brokers, scanned, expected", [
+    # every declared broker read (3 with an empty log dir): found on one broker, a partition has one replica
+    ((1, 2, 3), (3,), []),
+    ((1, 2), (), []),
+    # a declared broker not read: one item for the cluster naming it, not one per partition
+    ((1, 2, 3), (), [ONE_BROKER + "add the log dirs of broker(s) 3 (declared in brokers:)"]),
+    # nothing declared, no metadata: one item for the cluster saying what to add
+    ((), (), [ONE_BROKER + "add the other brokers' log dirs, or declare the cluster's brokers: in the estate"]),
+])
+def test_partitions_on_one_broker_without_metadata(spark, tmp_path, brokers, scanned, expected):
+    t = Tables()
+    for topic, broker in (("a", 1), ("b", 2), ("c", 2)):
+        t.replica(NEW, topic, 0, broker, [(0, 4, 0, 9)], [(0, 0)], 5)
+    for broker in scanned:
+        _log_dir(t, broker)
+    counts, read = audited(spark, tmp_path, t, _declaring(brokers))
+    assert findings(read) == []
+    assert [c["what"] for c in read["kafka_coverage"]] == expected
+    for c in read["kafka_coverage"]:
+        assert (c["topic"], c["partition"], c["broker"]) == (None, None, None)
+        assert json.loads(c["detail"])["partitions"] == 3
+
+
 def test_batch_headers_alone(spark, tmp_path):
     """Epochs the cache does not give, producer sequence gaps on the leader, a cache the checkpoint cannot give."""
     t = Tables()
@@ -197,6 +233,9 @@ def test_batch_headers_alone(spark, tmp_path):
     t.metadata(NEW, "t", 0, 1, 2, [1, 2], [1, 2])
     t.replica(NEW, "u", 0, 1, [(0, 9, 0, 1)], [], 10, epoch_file=False)
     t.replica(NEW, "u", 0, 2, [(0, 9, 0, 1)], [(0, 0)], 10)
+    t.replica(NEW, "v", 0, 1, [(0, 9, 0, 1)], [(0, 0)], 10)
+    t.replica(NEW, "v", 0, 2, [(0, 9, 0, 1)], [], 10, epoch_error="line 2: expected 'epoch offset'")
+    t.metadata(NEW, "v", 0, 1, 0, [1, 2], [1, 2])
     counts, read = audited(spark, tmp_path, t)
     got = findings(read)
     # batch 15..19 carries epoch 1, the cache gives epoch 2 from offset 10: on both replicas
@@ -204,14 +243,15 @@ def test_batch_headers_alone(spark, tmp_path):
     assert (NEW, "t", 0, "kafka.batch_epoch_outside_cache", 2, 15, 19, 5) in got
     # producer 7: 0..4, 5..9, then 12 (gap), then 17 (after 12..16: no gap); on the leader only
     assert (NEW, "t", 0, "kafka.producer_sequence_gap", 1, 10, 14, 1) in got
-    # a replica without a leader-epoch-checkpoint has an empty cache for the domain (the broker would too)
-    assert (NEW, "u", 0, "kafka.epoch_lineage_mismatch", 1, 0, 9, 10) in got
-    assert len(got) == 4
+    # a replica without a leader-epoch-checkpoint has an unknown cache (not an empty one): no epoch rule, and one
+    # "not judged" item for its offsets; likewise a checkpoint that does not decode
+    assert len(got) == 3
     replicas = {(r["topic"], r["broker"]): r for r in read["kafka_replicas"]}
     assert replicas[("t", 2)]["sequence_gaps"] == 1
-    cov = [c for c in read["kafka_coverage"] if c["topic"] == "u"]
-    assert [(c["broker"], c["what"], c["entry_count"]) for c in cov] == [
-        (1, "leader-epoch-checkpoint absent or undecodable: batch epochs not judged", 1)]
+    cov = sorted((c["topic"], c["broker"], c["what"], c["offset_from"], c["offset_to"], c["entry_count"],
+                  json.loads(c["detail"])["problems"]) for c in read["kafka_coverage"] if c["topic"] in ("u", "v"))
+    assert cov == [("u", 1, UNKNOWN_CACHE, 0, 9, 10, ["no leader-epoch-checkpoint in the evidence"]),
+                   ("v", 2, UNKNOWN_CACHE, 0, 9, 10, ["line 2: expected 'epoch offset'"])]
 
 
 def test_the_metrics_table_holds_every_number_the_domain_gives():

@@ -47,6 +47,10 @@ def random_partition(rng: random.Random, pkey: int):
         leo = log[-1][1] + 1 if log else 0
         lso = rng.choice((0, 0, log[len(log) // 2][0] if log else 0))
         cache = sorted({(x[2], min(y[0] for y in log if y[2] == x[2])) for x in log if x[2] >= 0})
+        if log and rng.random() < 0.2:            # took the leader's log start: cache truncated from the start
+            moved = LeaderEpochCache(cache)
+            moved.truncate_from_start(rng.randint(log[0][0], log[-1][1]))
+            cache = list(moved.entries)
         if rng.random() < 0.1 and len(cache) > 1:
             cache[0], cache[1] = cache[1], cache[0]   # not increasing: the broker drops entries on load
         rkey = pkey * 16 + b
@@ -107,8 +111,10 @@ def oracle(replicas, epochs, md, batches):
         hw = r["high_watermark"]
         exposed = lso if hw is None else max(lso, min(hw, r["log_end_offset"]))
         committed = [x for x in logs[b] if x["magic"] >= 2 and x["base_offset"] >= lso and x["last_offset"] < exposed]
+        # below the cache's first entry nothing is judged (the cache says nothing there)
         violations = [] if not r["epoch_checkpoint"] else [
-            x for x in committed if caches[b].epoch_for_offset(x["base_offset"]) != x["partition_leader_epoch"]]
+            x for x in committed if caches[b].epoch_for_offset(x["base_offset"]) not in (
+                None, x["partition_leader_epoch"])]
         gaps, last_of = [], {}
         for x in committed:
             if x["producer_id"] < 0 or x["base_sequence"] < 0:
@@ -128,14 +134,19 @@ def oracle(replicas, epochs, md, batches):
                      rr["cleaner_offset"] if rr["cleaner_offset"] is not None else -1)
             hi = min(r["log_end_offset"], rr["log_end_offset"])
             have = {(x["base_offset"], x["last_offset"], x["crc"]) for x in logs[ref]}
-            for x in logs[b]:
-                if lo <= x["base_offset"] < hi and (x["base_offset"], x["last_offset"], x["crc"]) not in have:
-                    if ranges and ranges[-1][1] >= x["base_offset"]:
+            differ = set()
+            for i, x in enumerate(logs[b]):
+                # a batch reaching into the window counts from the window's start on
+                if x["last_offset"] >= lo and x["base_offset"] < hi and \
+                        (x["base_offset"], x["last_offset"], x["crc"]) not in have:
+                    differ.add(i)
+                    start = max(x["base_offset"], lo)
+                    if ranges and ranges[-1][1] >= start:
                         ranges[-1] = (ranges[-1][0], x["last_offset"] + 1)
                     else:
-                        ranges.append((x["base_offset"], x["last_offset"] + 1))
-            for x in logs[b]:
-                in_delta = any(a <= x["base_offset"] < z for a, z in ranges) or x["last_offset"] >= rr["log_end_offset"]
+                        ranges.append((start, x["last_offset"] + 1))
+            for i, x in enumerate(logs[b]):
+                in_delta = i in differ or x["last_offset"] >= rr["log_end_offset"]
                 if in_delta and x["last_offset"] >= lso and x["base_offset"] < exposed:
                     span += [x["base_timestamp"], x["max_timestamp"]]
                     if x["producer_id"] >= 0:
@@ -211,3 +222,56 @@ def test_offsets_too_large_for_the_packed_keys():
         assert list(r.mismatch_ranges) == want[r.broker][0]
         assert r.batch_epoch_violations == want[r.broker][1]
     assert np.all(assembled.params.log_start >= big)
+
+
+def test_batches_below_the_first_cache_entry_are_not_judged():
+    """A follower took the leader's log start 30: its cache was truncated from the start to (1, 30) while its
+    segments from 0 and its log-start checkpoint (0) stay until retention runs and the checkpoint is written.
+    Batches 0..29 carry epochs 0 and 1 the cache no longer describes: not judged; from 30 on they are."""
+    replica = {"pkey": 1, "rkey": 17, "cluster": "c", "topic": "t", "partition": 0, "broker": 1, "dir": "dir0",
+               "high_watermark": 60, "log_start_offset": 0, "cleaner_offset": None, "log_end_offset": 60,
+               "first_batch_offset": 0, "epoch_checkpoint": True, "epoch_checkpoint_error": None,
+               "index_complete": True, "index_problem": None, "read_started_at_ms": 1, "read_finished_at_ms": 9,
+               "checkpoints_read_at_ms": 2, "listed_at_ms": 3}
+    epochs = [{"rkey": 17, "entry_index": 0, "epoch": 1, "start_offset": 30}]
+    plain = {"pkey": 1, "rkey": 17, "magic": 2, "crc": 5, "producer_id": -1, "producer_epoch": -1,
+             "base_sequence": -1, "base_timestamp": 0, "max_timestamp": 0, "crc_valid": None}
+    batches = [{**plain, "base_offset": base, "last_offset": base + 9, "partition_leader_epoch": epoch}
+               for base, epoch in ((0, 0), (10, 0), (20, 1), (30, 1), (40, 0), (50, 1))]
+    assembled = assemble(table([replica], ("pkey", "rkey", *REPLICA_COLUMNS), TYPES),
+                         table(epochs, ("rkey", "entry_index", "epoch", "start_offset"), TYPES),
+                         table([], ("pkey", *METADATA_COLUMNS), TYPES))
+    (row,) = replica_rows(assembled.params, table(batches, BATCH_COLUMNS, TYPES)).to_pylist()
+    assert (row["batch_epoch_violations"], row["batch_epoch_violation_first_offset"],
+            row["batch_epoch_violation_last_offset"], row["batch_epoch_violation_offsets"]) == (1, 40, 49, 10)
+
+
+def test_a_batch_straddling_the_reference_log_start_differs_from_there():
+    """An unclean leader started its log at 538 in a new epoch; the follower's batch 537..539 of the old leader
+    reaches into the window both logs speak for: offsets 538 and 539 differ (537 lies below the leader's log)."""
+    base = {"pkey": 1, "cluster": "c", "topic": "t", "partition": 0, "dir": "dir0", "cleaner_offset": None,
+            "epoch_checkpoint": True, "epoch_checkpoint_error": None, "index_complete": True,
+            "index_problem": None, "read_started_at_ms": 1, "read_finished_at_ms": 9, "checkpoints_read_at_ms": 2,
+            "listed_at_ms": 3}
+    replicas = [{**base, "rkey": 11, "broker": 1, "high_watermark": 541, "log_start_offset": 0,
+                 "log_end_offset": 541, "first_batch_offset": 534},
+                {**base, "rkey": 13, "broker": 3, "high_watermark": 541, "log_start_offset": 538,
+                 "log_end_offset": 541, "first_batch_offset": 538}]
+    epochs = [{"rkey": 11, "entry_index": 0, "epoch": 0, "start_offset": 0},
+              {"rkey": 13, "entry_index": 0, "epoch": 1, "start_offset": 538}]
+    md = {"pkey": 1, "origin": "admin", "broker": None, "leader": 3, "leader_epoch": 1, "replicas": [1, 3],
+          "isr": [3], "error_code": 0, "high_watermark": None, "offsets_error_code": None, "metadata_offset": None,
+          "read_started_at_ms": 1, "read_finished_at_ms": 2, "offsets_read_finished_at_ms": None}
+    plain = {"pkey": 1, "magic": 2, "producer_id": -1, "producer_epoch": -1, "base_sequence": -1,
+             "base_timestamp": 0, "max_timestamp": 0, "crc_valid": None}
+    batches = [{**plain, "rkey": 11, "base_offset": b, "last_offset": e, "partition_leader_epoch": 0, "crc": b}
+               for b, e in ((534, 536), (537, 539), (540, 540))]
+    batches += [{**plain, "rkey": 13, "base_offset": 538, "last_offset": 540, "partition_leader_epoch": 1,
+                 "crc": 99}]
+    assembled = assemble(table(replicas, ("pkey", "rkey", *REPLICA_COLUMNS), TYPES),
+                         table(epochs, ("rkey", "entry_index", "epoch", "start_offset"), TYPES),
+                         table([md], ("pkey", *METADATA_COLUMNS), TYPES))
+    kernel = replica_rows(assembled.params, table(batches, BATCH_COLUMNS, TYPES))
+    (st,), _ = states(assembled, kernel)
+    follower = next(r for r in st.replicas if r.broker == 1)
+    assert follower.mismatch_ranges == ((538, 541),)

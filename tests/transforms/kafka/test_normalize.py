@@ -117,17 +117,23 @@ def _mm2(raw: Path) -> None:
         {"topic": "orders", "partition": 0, "offset": 100}]}, "target": {"g1": [
             {"topic": "west.orders", "partition": 0, "offset": 41}]}, "source_end_offsets": [
         {"topic": "orders", "partition": 0, "log_start": 0, "end": 120}], "target_end_offsets": []}))
-    # the reader's layout since it reads the target side first, each side with its own instants
+    # the reader's layout: target, source, target again, each read with its own instants
     _write(raw, "kafka/east/mm2/north/groups.json", _json({
         "read_started_at_ms": T0 + 60, "target_read_started_at_ms": T0 + 61, "target_read_finished_at_ms": T0 + 62,
-        "source_read_started_at_ms": T0 + 63, "source_read_finished_at_ms": T0 + 64, "read_finished_at_ms": T0 + 65,
+        "source_read_started_at_ms": T0 + 63, "source_read_finished_at_ms": T0 + 64,
+        "target_after_read_started_at_ms": T0 + 65, "target_after_read_finished_at_ms": T0 + 66,
+        "read_finished_at_ms": T0 + 67,
         "target": {"g2": [{"topic": "north.logs", "partition": 1, "offset": 7}]},
+        "target_after": {"g2": [{"topic": "north.logs", "partition": 1, "offset": 8}]},
         "target_end_offsets": [{"topic": "north.logs", "partition": 1, "log_start": 0, "end": 9}],
         "source": {"g2": [{"topic": "logs", "partition": 1, "offset": 8}]}, "source_end_offsets": []}))
     _write(raw, "kafka/east/mm2/south/groups.json", _json({
         "read_started_at_ms": T0, "read_finished_at_ms": T0 + 9, "target_read_started_at_ms": T0 + 5,
         "target_read_finished_at_ms": T0 + 4, "source": {}, "target": {}, "source_end_offsets": [],
         "target_end_offsets": []}))
+    _write(raw, "kafka/east/mm2/up/groups.json", _json({     # a second target read that is not an object
+        "read_started_at_ms": T0, "read_finished_at_ms": T0 + 9, "source": {}, "target": {}, "target_after": None,
+        "source_end_offsets": [], "target_end_offsets": []}))
 
 
 def _kraft(raw: Path) -> None:
@@ -292,9 +298,10 @@ def test_mm2_records_decode_one_by_one(out):
         "g1", "west.orders", 100, 40, "m")
     groups = sorted((g["source_alias"], g["side"], g["group"], g["topic"], g["offset"], g["read_started_at_ms"],
                      g["read_finished_at_ms"]) for g in got["kafka_mm2_groups"])
-    # a document with one pair (written before each side had its own): both sides share it
+    # a document with one pair (written before each read had its own) and no second target read: both share it
     assert groups == [("north", "source", "g2", "logs", 8, T0 + 63, T0 + 64),
                       ("north", "target", "g2", "north.logs", 7, T0 + 61, T0 + 62),
+                      ("north", "target_after", "g2", "north.logs", 8, T0 + 65, T0 + 66),
                       ("west", "source", "g1", "orders", 100, T0 + 40, T0 + 41),
                       ("west", "target", "g1", "west.orders", 41, T0 + 40, T0 + 41)]
     offsets = sorted((o["source_alias"], o["side"], o["topic"], o["log_start_offset"], o["end_offset"],
@@ -305,6 +312,8 @@ def test_mm2_records_decode_one_by_one(out):
                        ("west", "source", "orders", 0, 120, T0 + 40)]
     (backwards,) = [q["reason"] for q in got["quarantine"] if q["source_key"].endswith("mm2/south/groups.json")]
     assert "target_read_finished_at_ms: expected an instant >= target_read_started_at_ms" in backwards
+    (no_object,) = [q["reason"] for q in got["quarantine"] if q["source_key"].endswith("mm2/up/groups.json")]
+    assert "target_after: expected an object" in no_object
     bad = [q["reason"] for q in got["quarantine"] if q["payload_kind"] == "mm2-offset-syncs"]
     assert len(bad) == 2 and any("records[1]" in r and "offset 1" in r for r in bad)
     assert any("records[2].key_b64: expected base64 bytes" in r for r in bad)

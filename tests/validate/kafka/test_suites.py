@@ -34,7 +34,7 @@ def rep(broker: int, **kw) -> dict:
 
 def mm2(name: str | None, **kw) -> dict:
     return _row(MM2_FAILOVER, **{"run_id": "r1", "cluster": "east", "source": "west", "group": name,
-                                 "topic": "orders", "partition": 0, "rule": "3.5+", "bounds_low": 5,
+                                 "topic": "orders", "partition": 0, "rule": "3.4.1+", "bounds_low": 5,
                                  "bounds_high": 5, "exact": True, "redelivered_min": 0, "redelivered_max": 0,
                                  "skipped_min": 0, "skipped_max": 0, **kw})
 
@@ -102,7 +102,7 @@ def test_mm2_suite_counts(outcome):
     _, got = _by_description(outcome, MM2)
     assert got == _expected(KAFKA_MM2, {
         "every MirrorMaker 2 row has its group": 1,
-        "the translation rule is OffsetSyncStore's before 3.5 or from 3.5 (KAFKA-14666)": 1,
+        "the translation rule is OffsetSyncStore's before 3.4.1 or from 3.4.1 (KAFKA-14666)": 1,
         "the failover offset bounds are an interval": 1, "the redelivered bounds are an interval": 1,
         "skips are never negative": 1, "an exact row has one redelivered and one skipped count": 2})
 
