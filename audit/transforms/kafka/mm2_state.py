@@ -179,6 +179,19 @@ def _judged_twice(base: GroupPartition, g: Groups, latest: np.ndarray, res: dict
     return out
 
 
+def _mirrored(gp: pa.Table, syncs: dict) -> pa.Table:
+    """The rows of upstream topics the flow mirrors: with sync records, a target group offset or a checkpoint on
+    some partition. The source groups are read whole (every partition they committed, collectors/kafka/mm2.py),
+    so a group also reading a topic the flow does not mirror brings partitions nothing on the target speaks for:
+    neither a finding nor a gap. A partition of a mirrored topic without syncs stays (a gap: not translated)."""
+    on_target = pc.fill_null(pc.or_(pc.or_(pc.is_valid(gp.column("target_committed")),
+                                           pc.is_valid(gp.column("target_after_committed"))),
+                                    pc.is_valid(gp.column("checkpoint_upstream"))), False).to_pylist()
+    topics = list(zip(*(gp.column(c).to_pylist() for c in (*FLOW, "topic"))))
+    mirrored = {k[:3] for k in syncs} | {k for k, seen in zip(topics, on_target) if seen}
+    return gp.filter(pa.array([k in mirrored for k in topics], pa.bool_()))
+
+
 def _subset(g: Groups, rows: np.ndarray, **changes) -> Groups:
     return replace(Groups(**{f.name: getattr(g, f.name)[rows] for f in fields(g)}), **changes)
 
@@ -188,7 +201,7 @@ def evaluate_all(gp: pa.Table, syncs: dict, declared: dict, run_id: str, toleran
     """{"failover": Arrow table (MM2_FAILOVER), "violations": rows, "coverage": rows}. `first_sync`: per flow the
     lowest offset-syncs record offset read (first_sync_offsets); a flow missing from it counts as read from 0."""
     first_sync = first_sync or {}
-    gp = gp.sort_by([(c, "ascending") for c in (*FLOW, "topic", "partition", "group")])
+    gp = _mirrored(gp, syncs).sort_by([(c, "ascending") for c in (*FLOW, "topic", "partition", "group")])
     n = gp.num_rows
     cols = {c: _ints(gp, c) for c in (*READS.values(), "checkpoint_upstream", "checkpoint_downstream")}
     cols["target_log_start"] = (_ints(gp, "target_log_start") if "target_log_start" in gp.column_names

@@ -52,7 +52,8 @@ def test_translation_failover_and_coverage(spark, tmp_path):
               [("a", "orders", 0, 145), ("b", "orders", 0, 215), ("c", "orders", 0, 100)], cp_end=5)
     flow_rows(t, "east", "north", [("logs", 0, 10, 10), ("logs", 0, 40, 38)], [],
               [("f", "logs", 0, 60)], [])
-    flow_rows(t, "east", "south", [("m", 0, 5, 5)], [("g", "m", 0, 5, 5)], [("g", "m", 0, 5)], [("g", "m", 0, 5)])
+    flow_rows(t, "east", "south", [("m", 0, 5, 5)], [("g", "m", 0, 5, 5)], [("g", "m", 0, 5), ("g", "n", 0, 9)],
+              [("g", "m", 0, 5)])      # topic n is not mirrored: nothing on the target speaks for it, no row
     clusters = [SimpleNamespace(name="east", version="3.6", mirrors=(
         SimpleNamespace(source_cluster="west", source_alias="west", separator=".", mm2_version="3.4.0"),
         SimpleNamespace(source_cluster="north", source_alias="north", separator=".", mm2_version="3.7.1")))]
