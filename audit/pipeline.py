@@ -264,16 +264,14 @@ def report(ctx: RunContext) -> dict:
 
 
 def alert(ctx: RunContext) -> dict:
-    from audit.alerts.webhook import post_violations
+    """The lifecycle's notices (new, worse, reminder, resolved; audit incomplete) to every route, the state kept
+    in the store for the next run (audit/alerts/notify.py)."""
+    from audit.alerts.notify import alert_run
     from audit.report.build import load_violations
 
-    routes = ctx.estate.alerts.routes
-    if not routes:
-        return {"routes": []}
     summary = json.loads(ctx.store.get(ctx.writer.key("reports", "summary.json")))
     violations = load_violations(ctx.store, ctx.writer)
-    results = [post_violations(route, summary, violations, ctx.secrets).to_json() for route in routes]
-    return {"routes": results}
+    return alert_run(ctx.store, ctx.estate, ctx.run_id, ctx.as_of_ms, summary, violations, ctx.secrets)
 
 
 def run_all(estate_file: str, run_id: str | None = None, from_raw: str | None = None,

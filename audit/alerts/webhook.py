@@ -1,4 +1,6 @@
-"""POST a run's violations to a webhook route.
+"""POST a run's violations (the alert notices of audit/alerts/notify.py: violations with the lifecycle's `notice`,
+`fingerprint`, `first_seen_ms`, `last_seen_ms`) to a webhook route. "Audit incomplete" notices pass every route's
+min_severity: an audit that could not see is never filtered out.
 
 Retries with exponential backoff on connection errors, timeouts and 5xx; a 4xx is final (the request
 itself is wrong, resending it cannot help). Never raises for delivery problems: the pipeline goes on and
@@ -15,10 +17,12 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping
 
+from audit.alerts.lifecycle import INCOMPLETE
 from audit.contracts import SEVERITIES
 
 log = logging.getLogger("replaudit.alerts")
 DEFAULT_LIMIT = 20
+NOTICE_KEYS = ("notice", "fingerprint", "first_seen_ms", "last_seen_ms")
 SENT, SKIPPED, FAILED = "sent", "skipped", "failed"
 
 
@@ -70,15 +74,21 @@ def build_payload(route_name: str, summary: Mapping[str, Any], violations: list[
                                                 str(v.get("cluster")), str(v.get("check")), str(v.get("subject"))))
     by_sev = {s: 0 for s in SEVERITIES}
     by_check: dict[str, int] = {}
+    by_notice: dict[str, int] = {}
     for v in violations:
         by_sev[v["severity"]] += 1
         by_check[v["check"]] = by_check.get(v["check"], 0) + 1
+        if v.get("notice"):
+            by_notice[v["notice"]] = by_notice.get(v["notice"], 0) + 1
     run = summary.get("run") or {}
-    top = [{k: v.get(k) for k in ("system", "cluster", "check", "severity", "subject", "entry_count", "message")}
-           for v in ordered[:limit]]
+    top = [{k: v.get(k) for k in ("system", "cluster", "check", "severity", "subject", "entry_count", "message")
+            + (NOTICE_KEYS if v.get("notice") else ())} for v in ordered[:limit]]
+    counts = {"total": len(violations), "by_severity": by_sev, "by_check": dict(sorted(by_check.items()))}
+    if by_notice:
+        counts["by_notice"] = dict(sorted(by_notice.items()))
     return {"estate": summary.get("estate"), "run_id": summary.get("run_id"), "route": route_name,
             "status": summary.get("status"),
-            "counts": {"total": len(violations), "by_severity": by_sev, "by_check": dict(sorted(by_check.items()))},
+            "counts": counts,
             "violations": top, "truncated": max(len(violations) - limit, 0),
             "report": run.get("report_location") or run.get("report_prefix")}
 
@@ -89,7 +99,8 @@ def post_violations(route: Any, summary: Mapping[str, Any], violations: list[Map
     """`route`: an audit.config.model.AlertRoute or a dict with the same keys. `secrets`: anything with
     .resolve(ref) -> str (and optionally .redact(text)). `retries`: extra attempts after the first."""
     r = _route(route)
-    matching = [v for v in violations if SEVERITIES.index(v["severity"]) <= SEVERITIES.index(r.min_severity)]
+    matching = [v for v in violations if v.get("check") == INCOMPLETE
+                or SEVERITIES.index(v["severity"]) <= SEVERITIES.index(r.min_severity)]
     result = AlertResult(route=r.name, status=SKIPPED, matching_violations=len(matching))
     if not matching:
         result.error = f"no violation at or above {r.min_severity}"
@@ -139,7 +150,7 @@ def _post_once(r: _Route, body: bytes, headers: dict[str, str]) -> tuple[int | N
         if isinstance(exc.reason, (TimeoutError, socket.timeout)):
             return None, f"{r.url} did not answer within {r.timeout_s} s", True
         return None, f"cannot reach {r.url}: {exc.reason}", True
-    except (TimeoutError, socket.timeout) as exc:
+    except (TimeoutError, socket.timeout):
         return None, f"{r.url} did not answer within {r.timeout_s} s", True
     except (ConnectionError, OSError) as exc:
         return None, f"cannot reach {r.url}: {type(exc).__name__}: {exc}", True

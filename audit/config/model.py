@@ -10,11 +10,12 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Mapping, Protocol
 
-from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationInfo, \
+from annotated_types import Gt
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, Strict, StringConstraints, ValidationInfo, \
     WithJsonSchema, model_validator
 from pydantic.dataclasses import dataclass
 
-from audit.config.values import (SECRET_HINT, HttpUrl, Name, PositiveSeconds, Record, check_keys, choice,
+from audit.config.values import (SECRET_HINT, Duration, HttpUrl, Name, PositiveSeconds, Record, check_keys, choice,
                                  expect, expect_mapping, file_context, listing, record, rule_error, set_field, show,
                                  text, unique_names)
 
@@ -235,9 +236,17 @@ def _unique_routes(routes: tuple) -> tuple:
 Routes = Annotated[listing(AlertRoute, "routes"), AfterValidator(_unique_routes)]
 
 
+WorseFactor = Annotated[float, Strict(), Gt(1), expect("a number > 1 (how many times its last notified count a "
+                                                       "finding must grow to alert again)")]
+
+
 @record
 class Alerts(Record):
     routes: Routes = ()
+    # the alert lifecycle (audit/alerts/lifecycle.py): a finding that persists is reminded after repeat_interval;
+    # one whose count grows past worse_factor times the count last notified alerts again as "worse"
+    repeat_interval: Duration = 7 * 24 * 3600
+    worse_factor: WorseFactor = 2.0
 
 
 # -- shared by the systems' cluster models ----------------------------------------------------------------------

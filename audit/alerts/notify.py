@@ -1,0 +1,69 @@
+"""The alert stage of a run: tonight's findings and coverage gaps -> the lifecycle's notices (lifecycle.py) -> each
+route -> the state kept for tomorrow (state.py). Nothing is sent for what was already told: two identical nights
+send nothing on the second, a retried alert task of the same run sends nothing again. When a route fails, the
+state is not kept, so the next attempt tells every route again (Alertmanager dedupes; a webhook may see it twice)."""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Mapping
+
+from audit.alerts.lifecycle import INCOMPLETE, Notice, Policy, Signal, from_gaps, from_violations, transition
+from audit.alerts.state import AlertStateError, already_alerted, previous_state, save_state
+from audit.alerts.webhook import post_violations
+from audit.contracts import SEVERITIES
+
+log = logging.getLogger("replaudit.alerts")
+VALIDATION = Signal("", "*", INCOMPLETE, "great expectations", "major", 1, "validation incomplete: a suite was "
+                                                                            "skipped or broke")
+
+
+def signals(summary: Mapping[str, Any], violations: list[Mapping[str, Any]]) -> list[Signal]:
+    """Every finding, one "audit incomplete" per (system, cluster, source) not covered, and one when validation
+    did not run completely."""
+    out = from_violations(v for v in violations if v.get("severity") in SEVERITIES)
+    out += from_gaps(summary.get("coverage_gaps") or [])
+    validation = summary.get("validation") or {}
+    if validation and not validation.get("complete", True):
+        out.append(VALIDATION)
+    return out
+
+
+def notice_row(n: Notice) -> dict:
+    """A notice as the routes receive it: the finding's keys plus the lifecycle's."""
+    s, t = n.tracked.signal, n.tracked
+    return {"system": s.system, "cluster": s.cluster, "check": s.check, "severity": s.severity,
+            "subject": s.subject, "entry_count": s.count, "message": s.message, "notice": n.kind,
+            "fingerprint": s.fingerprint, "first_seen_ms": t.first_seen_ms, "last_seen_ms": t.last_seen_ms}
+
+
+def alert_run(store: Any, estate: Any, run_id: str, at_ms: int, summary: Mapping[str, Any],
+              violations: list[Mapping[str, Any]], secrets: Any,
+              post: Callable[..., Any] = post_violations) -> dict:
+    """{"notices": {kind: count}, "routes": [delivery results], "previous_run", "state" (its key), "problems"}."""
+    name = estate.name
+    done = already_alerted(store, name, run_id)
+    if done is not None:
+        log.info("alerts of run %s were sent already: nothing sent again", run_id)
+        return {"notices": {}, "routes": [], "previous_run": None, "state": None, "already_sent": True}
+    problems = []
+    try:
+        previous, previous_run = previous_state(store, name, run_id)
+    except AlertStateError as exc:     # tonight's findings all count as new rather than none being told
+        previous, previous_run = {}, None
+        problems.append(f"previous alert state unreadable, every signal counts as new: {exc}")
+        log.error("%s", problems[-1])
+    policy = Policy(estate.alerts.repeat_interval * 1000, estate.alerts.worse_factor)
+    notices, state = transition(previous, signals(summary, violations), at_ms, policy)
+    rows = [notice_row(n) for n in notices]
+    results = [post(route, summary, rows, secrets).to_json() for route in estate.alerts.routes] if rows else []
+    failed = [r["route"] for r in results if not r["ok"]]
+    key = None
+    if failed:       # not kept: a retry of this run, or the next run, tells it again
+        problems.append(f"route(s) {', '.join(failed)} failed: alert state not kept, the notices will be sent again")
+        log.error("%s", problems[-1])
+    else:
+        key = save_state(store, name, run_id, at_ms, state, notices, results)
+    counts: dict[str, int] = {}
+    for n in notices:
+        counts[n.kind] = counts.get(n.kind, 0) + 1
+    return {"notices": counts, "routes": results, "previous_run": previous_run, "state": key, "problems": problems}
