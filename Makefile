@@ -30,12 +30,16 @@ $(AIRFLOW_HOME)/.migrated: $(VENV)/.installed
 	$(BIN)/airflow db migrate > $(AIRFLOW_HOME)/migrate.log 2>&1 || { tail -20 $(AIRFLOW_HOME)/migrate.log; exit 1; }
 	touch $@
 
-## system-deps: what pip cannot install (the real ZooKeeper the tests start)
+## system-deps: what pip cannot install: the real servers the tests start (ZooKeeper, Alertmanager, Pushgateway)
 system-deps:
-	@if [ ! -f /usr/share/java/zookeeper.jar ]; then \
-	  echo "installing Debian zookeeper (tests start a real server)"; \
+	@MISSING=""; \
+	[ -f /usr/share/java/zookeeper.jar ] || MISSING="$$MISSING zookeeper"; \
+	command -v prometheus-alertmanager >/dev/null || MISSING="$$MISSING prometheus-alertmanager"; \
+	command -v prometheus-pushgateway >/dev/null || MISSING="$$MISSING prometheus-pushgateway"; \
+	if [ -n "$$MISSING" ]; then \
+	  echo "installing Debian$$MISSING (tests start real servers)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq zookeeper >/dev/null; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$MISSING >/dev/null; \
 	fi
 
 ## audit: the nightly audit DAG on the built-in lab estate, through Airflow (`airflow dags test`)

@@ -7,10 +7,16 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping
 
-from audit.alerts.lifecycle import INCOMPLETE, Notice, Policy, Signal, from_gaps, from_violations, transition
+from audit.alerts.alertmanager import post_alerts
+from audit.alerts.lifecycle import INCOMPLETE, Notice, Policy, Signal, Tracked, from_gaps, from_violations, transition
+from audit.alerts.slack import post_message
 from audit.alerts.state import AlertStateError, already_alerted, previous_state, save_state
 from audit.alerts.webhook import post_violations
 from audit.contracts import SEVERITIES
+
+# route kind (audit.config.model.ROUTE_KINDS) -> sender(route, summary, notices, secrets, firing=...) -> AlertResult
+SENDERS: Mapping[str, Callable[..., Any]] = {"webhook": post_violations, "alertmanager": post_alerts,
+                                             "slack": post_message}
 
 log = logging.getLogger("replaudit.alerts")
 VALIDATION = Signal("", "*", INCOMPLETE, "great expectations", "major", 1, "validation incomplete: a suite was "
@@ -30,15 +36,19 @@ def signals(summary: Mapping[str, Any], violations: list[Mapping[str, Any]]) -> 
 
 def notice_row(n: Notice) -> dict:
     """A notice as the routes receive it: the finding's keys plus the lifecycle's."""
-    s, t = n.tracked.signal, n.tracked
+    return _row(n.tracked, n.kind)
+
+
+def _row(t: Tracked, kind: str) -> dict:
+    s = t.signal
     return {"system": s.system, "cluster": s.cluster, "check": s.check, "severity": s.severity,
-            "subject": s.subject, "entry_count": s.count, "message": s.message, "notice": n.kind,
+            "subject": s.subject, "entry_count": s.count, "message": s.message, "notice": kind,
             "fingerprint": s.fingerprint, "first_seen_ms": t.first_seen_ms, "last_seen_ms": t.last_seen_ms}
 
 
 def alert_run(store: Any, estate: Any, run_id: str, at_ms: int, summary: Mapping[str, Any],
               violations: list[Mapping[str, Any]], secrets: Any,
-              post: Callable[..., Any] = post_violations) -> dict:
+              senders: Mapping[str, Callable[..., Any]] = SENDERS) -> dict:
     """{"notices": {kind: count}, "routes": [delivery results], "previous_run", "state" (its key), "problems"}."""
     name = estate.name
     done = already_alerted(store, name, run_id)
@@ -55,7 +65,11 @@ def alert_run(store: Any, estate: Any, run_id: str, at_ms: int, summary: Mapping
     policy = Policy(estate.alerts.repeat_interval * 1000, estate.alerts.worse_factor)
     notices, state = transition(previous, signals(summary, violations), at_ms, policy)
     rows = [notice_row(n) for n in notices]
-    results = [post(route, summary, rows, secrets).to_json() for route in estate.alerts.routes] if rows else []
+    told = {n.tracked.signal.fingerprint: n.kind for n in notices}
+    firing = [_row(t, told.get(fp, "firing")) for fp, t in sorted(state.items())]
+    # a route that dedupes by itself (Alertmanager) is told every night what still fires; the others only changes
+    results = [senders[route.kind](route, summary, rows, secrets, firing=firing).to_json()
+               for route in estate.alerts.routes if rows or route.kind == "alertmanager"]
     failed = [r["route"] for r in results if not r["ok"]]
     key = None
     if failed:       # not kept: a retry of this run, or the next run, tells it again

@@ -210,18 +210,29 @@ class SparkConfig(Record):
 # -- alerts ---------------------------------------------------------------------------------------------------
 HeaderName = text(HEADER_RE, "HTTP header names")
 HeadersFrom = Annotated[dict[HeaderName, Secret], expect_mapping("a mapping of header name to secret reference")]
-RouteKind = choice("webhook")
+ROUTE_KINDS = ("webhook", "alertmanager", "slack")     # audit/alerts/<kind>.py each
+RouteKind = choice(*ROUTE_KINDS)
 Severity = choice(*SEVERITIES)
 
 
 @record
 class AlertRoute(Record):
     name: Name
-    url: HttpUrl
+    url: HttpUrl | None = None       # or url_from: a Slack webhook URL is itself a secret
+    url_from: Secret | None = None
     kind: RouteKind = "webhook"
     headers_from: HeadersFrom = Field(default_factory=dict)  # HTTP header -> secret reference
     min_severity: Severity = "warning"
     timeout_s: PositiveSeconds = 10.0
+    # alertmanager: how long a firing alert stays active without the next run's resend (its endsAt)
+    alert_ttl: Duration = 2 * 24 * 3600
+
+    @model_validator(mode="after")
+    def _one_url(self) -> "AlertRoute":
+        if (self.url is None) == (self.url_from is None):
+            raise rule_error("exactly one of url or url_from (a secret reference)",
+                             "both" if self.url else "neither")
+        return self
 
     def accepts(self, severity: str) -> bool:
         """True if a finding of `severity` is at least as severe as this route's minimum."""

@@ -9,6 +9,7 @@ from audit.config.estate import parse_estate
 from audit.config.secrets import SecretResolver
 from audit.store import open_store
 from tests.http_receiver import receiver_factory  # noqa: F401  (fixture)
+from tests.prometheus import alertmanager_server  # noqa: F401  (fixture)
 
 DAY = 24 * 3600 * 1000
 T0 = 1_790_000_000_000
@@ -116,3 +117,50 @@ def test_unreadable_previous_state_is_named_and_everything_counts_as_new(tmp_pat
     out = _night(tmp_path, estate, 2, [LOST])
     assert out["notices"] == {"new": 1}
     assert "lab/alerts/night-1.json: at_ms / run_id: expected an integer and a string" in out["problems"][0]
+
+
+def test_three_nights_at_a_real_alertmanager_and_a_slack_webhook(tmp_path, receiver_factory, alertmanager_server,
+                                                                  monkeypatch):
+    slack, hook = receiver_factory(), receiver_factory()
+    monkeypatch.setenv("SLACK_URL", slack.url)
+    estate = parse_estate(f"""
+estate: lab
+store: {{uri: "file://{tmp_path}/store"}}
+alerts:
+  routes:
+    - {{name: am, kind: alertmanager, url: "{alertmanager_server.url}", min_severity: major}}
+    - {{name: chat, kind: slack, url_from: {{env: SLACK_URL}}, min_severity: major}}
+    - {{name: hook, url: "{hook.url}", min_severity: major}}
+systems: {{}}
+""")
+
+    def night(n, violations):
+        summary = {"estate": "lab", "run_id": f"night-{n}", "status": "x", "coverage_gaps": [],
+                   "validation": {"complete": True}}
+        out = alert_run(open_store(f"file://{tmp_path}/store"), estate, f"night-{n}", T0 + n * DAY, summary,
+                        violations, SecretResolver(environ={"SLACK_URL": slack.url}))
+        assert all(r["ok"] for r in out["routes"]), out
+        return out
+
+    def active():
+        return [(a["labels"]["check"], a["labels"]["subject"], a["annotations"]["notice"], a["status"]["state"])
+                for a in alertmanager_server.get_json("/api/v2/alerts")]
+
+    night(1, [MINOR])                                   # healthy for every route (minor is below them)
+    assert active() == [] and slack.requests == [] and hook.requests == []
+    night(2, [MINOR, LOST])
+    assert active() == [("bk.entries_lost", "ledger 12", "new", "active")]
+    (am,) = alertmanager_server.get_json("/api/v2/alerts")
+    assert am["labels"] == {"alertname": "bk.entries_lost", "estate": "lab", "system": "bookkeeper",
+                            "cluster": "bk-a", "check": "bk.entries_lost", "subject": "ledger 12"}
+    assert am["annotations"]["severity"] == "critical" and am["annotations"]["entry_count"] == "5"
+    night(3, [MINOR, LOST])                             # the same again: Alertmanager keeps it, the others hear nothing
+    assert active() == [("bk.entries_lost", "ledger 12", "firing", "active")]
+    night(4, [MINOR])                                   # repaired
+    assert active() == []
+    texts = [r["body"]["text"] for r in slack.requests]
+    assert len(texts) == 2 and ":rotating_light: new [critical] bookkeeper/bk-a `bk.entries_lost` ledger 12" in texts[0]
+    assert ":white_check_mark: resolved" in texts[1]
+    assert [[v["notice"] for v in r["body"]["violations"]] for r in hook.requests] == [["new"], ["resolved"]]
+    state = (tmp_path / "store" / state_key("lab", "night-4")).read_text()
+    assert slack.url not in state                      # the secret URL never reaches the store
