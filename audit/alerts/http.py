@@ -83,7 +83,7 @@ def post_json(r: HttpRoute, payload: Any, secrets: Any, result: AlertResult, *, 
         try:
             headers[header] = secrets.resolve(ref)
         except Exception as exc:  # the resolver's message names the reference, never a value
-            result.status, result.error = FAILED, f"header {header}: {type(exc).__name__}: {_clean(exc, secrets)}"
+            result.status, result.error = FAILED, f"header {header}: {type(exc).__name__}: {redacted(exc, secrets)}"
             log.error("alert route %s: %s", r.name, result.error)
             return result
     target = r.url
@@ -91,7 +91,7 @@ def post_json(r: HttpRoute, payload: Any, secrets: Any, result: AlertResult, *, 
         try:
             target = secrets.resolve(r.url_from)    # remembered by the resolver: redacted from every message
         except Exception as exc:
-            result.status, result.error = FAILED, f"url_from: {type(exc).__name__}: {_clean(exc, secrets)}"
+            result.status, result.error = FAILED, f"url_from: {type(exc).__name__}: {redacted(exc, secrets)}"
             log.error("alert route %s: %s", r.name, result.error)
             return result
         if not target.startswith(("http://", "https://")):
@@ -106,12 +106,12 @@ def post_json(r: HttpRoute, payload: Any, secrets: Any, result: AlertResult, *, 
         status, error, retry = _post_once(target, r.timeout_s, body, headers)
         result.http_status = status
         line = f"attempt {attempt + 1}: " + (f"HTTP {status}" if status else "") + (f" {error}" if error else "")
-        result.attempt_log.append(_clean(line.strip(), secrets))
+        result.attempt_log.append(redacted(line.strip(), secrets))
         if error is None:
             result.status, result.error = SENT, None
             log.info("alert route %s: sent %d notices (HTTP %s)", r.name, result.sent_violations, status)
             return result
-        result.error = _clean(error, secrets)
+        result.error = redacted(error, secrets)
         if not retry:
             break
     result.status = FAILED
@@ -139,7 +139,8 @@ def _post_once(url: str, timeout_s: float, body: bytes, headers: dict[str, str])
         return None, f"cannot reach {url}: {type(exc).__name__}: {exc}", True
 
 
-def _clean(text: Any, secrets: Any) -> str:
+def redacted(text: Any, secrets: Any) -> str:
+    """`text` with every secret the resolver handed out replaced."""
     text = str(text)
     redact = getattr(secrets, "redact", None)
     return redact(text) if callable(redact) else text

@@ -8,6 +8,7 @@ import logging
 from typing import Any, Callable, Mapping
 
 from audit.alerts.alertmanager import post_alerts
+from audit.alerts.email import send_email
 from audit.alerts.lifecycle import INCOMPLETE, Notice, Policy, Signal, Tracked, from_gaps, from_violations, transition
 from audit.alerts.slack import post_message
 from audit.alerts.state import AlertStateError, already_alerted, previous_state, save_state
@@ -16,7 +17,7 @@ from audit.contracts import SEVERITIES
 
 # route kind (audit.config.model.ROUTE_KINDS) -> sender(route, summary, notices, secrets, firing=...) -> AlertResult
 SENDERS: Mapping[str, Callable[..., Any]] = {"webhook": post_violations, "alertmanager": post_alerts,
-                                             "slack": post_message}
+                                             "slack": post_message, "email": send_email}
 
 log = logging.getLogger("replaudit.alerts")
 VALIDATION = Signal("", "*", INCOMPLETE, "great expectations", "major", 1, "validation incomplete: a suite was "

@@ -210,7 +210,10 @@ class SparkConfig(Record):
 # -- alerts ---------------------------------------------------------------------------------------------------
 HeaderName = text(HEADER_RE, "HTTP header names")
 HeadersFrom = Annotated[dict[HeaderName, Secret], expect_mapping("a mapping of header name to secret reference")]
-ROUTE_KINDS = ("webhook", "alertmanager", "slack")     # audit/alerts/<kind>.py each
+ROUTE_KINDS = ("webhook", "alertmanager", "slack", "email")     # audit/alerts/<kind>.py each
+EmailAddress = text(r"^[^@\s,;<>]+@[^@\s,;<>]+$", "an e-mail address")
+Recipients = Annotated[tuple[EmailAddress, ...], expect("a list of e-mail addresses")]
+ConnId = text(r"^[A-Za-z0-9_.-]+$", "an Airflow connection id")
 RouteKind = choice(*ROUTE_KINDS)
 Severity = choice(*SEVERITIES)
 
@@ -226,10 +229,18 @@ class AlertRoute(Record):
     timeout_s: PositiveSeconds = 10.0
     # alertmanager: how long a firing alert stays active without the next run's resend (its endsAt)
     alert_ttl: Duration = 2 * 24 * 3600
+    # email: through Airflow's SMTP notifier and the Airflow connection smtp_conn_id (host, port, login, password)
+    to: Recipients = ()
+    from_email: EmailAddress | None = None     # default: the connection's from_email
+    smtp_conn_id: ConnId = "smtp_default"
 
     @model_validator(mode="after")
-    def _one_url(self) -> "AlertRoute":
-        if (self.url is None) == (self.url_from is None):
+    def _where_to(self) -> "AlertRoute":
+        if self.kind == "email":
+            if not self.to or self.url is not None or self.url_from is not None:
+                raise rule_error("an email route: `to` (one or more addresses) and no url / url_from",
+                                 f"to {list(self.to)!r}, url {'set' if self.url or self.url_from else 'unset'}")
+        elif (self.url is None) == (self.url_from is None):
             raise rule_error("exactly one of url or url_from (a secret reference)",
                              "both" if self.url else "neither")
         return self

@@ -10,6 +10,7 @@ from audit.config.secrets import SecretResolver
 from audit.store import open_store
 from tests.http_receiver import receiver_factory  # noqa: F401  (fixture)
 from tests.prometheus import alertmanager_server  # noqa: F401  (fixture)
+from tests.smtp import CONN_ID, smtp_server  # noqa: F401  (fixture)
 
 DAY = 24 * 3600 * 1000
 T0 = 1_790_000_000_000
@@ -119,8 +120,8 @@ def test_unreadable_previous_state_is_named_and_everything_counts_as_new(tmp_pat
     assert "lab/alerts/night-1.json: at_ms / run_id: expected an integer and a string" in out["problems"][0]
 
 
-def test_three_nights_at_a_real_alertmanager_and_a_slack_webhook(tmp_path, receiver_factory, alertmanager_server,
-                                                                  monkeypatch):
+def test_three_nights_at_a_real_alertmanager_by_email_and_webhooks(tmp_path, receiver_factory, alertmanager_server,
+                                                                   smtp_server, monkeypatch):
     slack, hook = receiver_factory(), receiver_factory()
     monkeypatch.setenv("SLACK_URL", slack.url)
     estate = parse_estate(f"""
@@ -131,6 +132,7 @@ alerts:
     - {{name: am, kind: alertmanager, url: "{alertmanager_server.url}", min_severity: major}}
     - {{name: chat, kind: slack, url_from: {{env: SLACK_URL}}, min_severity: major}}
     - {{name: hook, url: "{hook.url}", min_severity: major}}
+    - {{name: mail, kind: email, to: [oncall@example.com], smtp_conn_id: {CONN_ID}, min_severity: major}}
 systems: {{}}
 """)
 
@@ -147,7 +149,7 @@ systems: {{}}
                 for a in alertmanager_server.get_json("/api/v2/alerts")]
 
     night(1, [MINOR])                                   # healthy for every route (minor is below them)
-    assert active() == [] and slack.requests == [] and hook.requests == []
+    assert active() == [] and slack.requests == [] and hook.requests == [] and smtp_server.messages == []
     night(2, [MINOR, LOST])
     assert active() == [("bk.entries_lost", "ledger 12", "new", "active")]
     (am,) = alertmanager_server.get_json("/api/v2/alerts")
@@ -162,5 +164,9 @@ systems: {{}}
     assert len(texts) == 2 and ":rotating_light: new [critical] bookkeeper/bk-a `bk.entries_lost` ledger 12" in texts[0]
     assert ":white_check_mark: resolved" in texts[1]
     assert [[v["notice"] for v in r["body"]["violations"]] for r in hook.requests] == [["new"], ["resolved"]]
+    assert [m["Subject"] for m in smtp_server.messages] == ["[replaudit lab] 1 new (run night-2)",
+                                                            "[replaudit lab] 1 resolved (run night-4)"]
+    assert smtp_server.envelopes[0] == ("replaudit@lab.example", ["oncall@example.com"])
+    assert "<td>bk.entries_lost</td><td>ledger 12</td><td>5</td>" in smtp_server.html(0)
     state = (tmp_path / "store" / state_key("lab", "night-4")).read_text()
     assert slack.url not in state                      # the secret URL never reaches the store
