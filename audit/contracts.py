@@ -33,6 +33,16 @@ def lazy_value(target: str) -> Callable[[], Any]:
     return lambda: getattr(importlib.import_module(module), name)
 
 
+class Gauge(NamedTuple):
+    """One Prometheus sample: metric name (replaudit_*), help line, labels, value. The same job has the same metric
+    name in every system (e.g. replaudit_failover_redelivered_messages{system, source, target})."""
+
+    name: str
+    help: str
+    labels: Mapping[str, str]
+    value: float
+
+
 class Check(NamedTuple):
     """One kind of finding: its severity and what it means, in one line. The same table feeds the audit's
     findings, the GX suites, the report and the alerts."""
@@ -134,6 +144,8 @@ class ReportSection:
     coverage(outputs) -> [gap]                 what the audit itself could not judge, as coverage gaps
                                                {"system", "cluster", "source", "what", "error"}: the run is then
                                                not complete (as for a source the collector could not read)
+    gauges(summary) -> [Gauge]                 the system's own numbers for Prometheus (e.g. failover
+                                               redeliveries per replication flow), pushed beside the shared ones
     """
 
     summary: Callable[[RunOutputs], dict | None]
@@ -146,6 +158,7 @@ class ReportSection:
     scorecard: Callable[[list, RunOutputs], dict | None] | None = None
     scorecard_key: str | None = None
     coverage: Callable[[RunOutputs], list[dict]] | None = None
+    gauges: Callable[[Mapping[str, Any]], list["Gauge"]] | None = None
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Any, Callable, Mapping
 from audit.alerts.alertmanager import post_alerts
 from audit.alerts.email import send_email
 from audit.alerts.lifecycle import INCOMPLETE, Notice, Policy, Signal, Tracked, from_gaps, from_violations, transition
+from audit.alerts.pushgateway import push_metrics
 from audit.alerts.slack import post_message
 from audit.alerts.state import AlertStateError, already_alerted, previous_state, save_state
 from audit.alerts.webhook import post_violations
@@ -17,7 +18,9 @@ from audit.contracts import SEVERITIES
 
 # route kind (audit.config.model.ROUTE_KINDS) -> sender(route, summary, notices, secrets, firing=...) -> AlertResult
 SENDERS: Mapping[str, Callable[..., Any]] = {"webhook": post_violations, "alertmanager": post_alerts,
-                                             "slack": post_message, "email": send_email}
+                                             "slack": post_message, "email": send_email,
+                                             "pushgateway": push_metrics}
+EVERY_RUN = ("alertmanager", "pushgateway")   # told every run: they dedupe or keep state by themselves
 
 log = logging.getLogger("replaudit.alerts")
 VALIDATION = Signal("", "*", INCOMPLETE, "great expectations", "major", 1, "validation incomplete: a suite was "
@@ -68,9 +71,10 @@ def alert_run(store: Any, estate: Any, run_id: str, at_ms: int, summary: Mapping
     rows = [notice_row(n) for n in notices]
     told = {n.tracked.signal.fingerprint: n.kind for n in notices}
     firing = [_row(t, told.get(fp, "firing")) for fp, t in sorted(state.items())]
-    # a route that dedupes by itself (Alertmanager) is told every night what still fires; the others only changes
-    results = [senders[route.kind](route, summary, rows, secrets, firing=firing).to_json()
-               for route in estate.alerts.routes if rows or route.kind == "alertmanager"]
+    # a route that dedupes by itself (Alertmanager) is told every night what still fires, the Pushgateway gets
+    # every run's numbers; the others only changes
+    results = [senders[route.kind](route, summary, rows, secrets, firing=firing, findings=violations).to_json()
+               for route in estate.alerts.routes if rows or route.kind in EVERY_RUN]
     failed = [r["route"] for r in results if not r["ok"]]
     key = None
     if failed:       # not kept: a retry of this run, or the next run, tells it again

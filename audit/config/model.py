@@ -210,7 +210,7 @@ class SparkConfig(Record):
 # -- alerts ---------------------------------------------------------------------------------------------------
 HeaderName = text(HEADER_RE, "HTTP header names")
 HeadersFrom = Annotated[dict[HeaderName, Secret], expect_mapping("a mapping of header name to secret reference")]
-ROUTE_KINDS = ("webhook", "alertmanager", "slack", "email")     # audit/alerts/<kind>.py each
+ROUTE_KINDS = ("webhook", "alertmanager", "slack", "email", "pushgateway")     # audit/alerts/<kind>.py each
 EmailAddress = text(r"^[^@\s,;<>]+@[^@\s,;<>]+$", "an e-mail address")
 Recipients = Annotated[tuple[EmailAddress, ...], expect("a list of e-mail addresses")]
 ConnId = text(r"^[A-Za-z0-9_.-]+$", "an Airflow connection id")

@@ -9,7 +9,7 @@ from audit.config.estate import parse_estate
 from audit.config.secrets import SecretResolver
 from audit.store import open_store
 from tests.http_receiver import receiver_factory  # noqa: F401  (fixture)
-from tests.prometheus import alertmanager_server  # noqa: F401  (fixture)
+from tests.prometheus import alertmanager_server, pushgateway_server  # noqa: F401  (fixtures)
 from tests.smtp import CONN_ID, smtp_server  # noqa: F401  (fixture)
 
 DAY = 24 * 3600 * 1000
@@ -121,7 +121,7 @@ def test_unreadable_previous_state_is_named_and_everything_counts_as_new(tmp_pat
 
 
 def test_three_nights_at_a_real_alertmanager_by_email_and_webhooks(tmp_path, receiver_factory, alertmanager_server,
-                                                                   smtp_server, monkeypatch):
+                                                                   smtp_server, pushgateway_server, monkeypatch):
     slack, hook = receiver_factory(), receiver_factory()
     monkeypatch.setenv("SLACK_URL", slack.url)
     estate = parse_estate(f"""
@@ -133,6 +133,7 @@ alerts:
     - {{name: chat, kind: slack, url_from: {{env: SLACK_URL}}, min_severity: major}}
     - {{name: hook, url: "{hook.url}", min_severity: major}}
     - {{name: mail, kind: email, to: [oncall@example.com], smtp_conn_id: {CONN_ID}, min_severity: major}}
+    - {{name: prom, kind: pushgateway, url: "{pushgateway_server.url}"}}
 systems: {{}}
 """)
 
@@ -144,14 +145,21 @@ systems: {{}}
         assert all(r["ok"] for r in out["routes"]), out
         return out
 
+    def lost_at_gateway():
+        text = pushgateway_server.get_text("/metrics")
+        return [line.rsplit(" ", 1)[1] for line in text.splitlines()
+                if line.startswith("replaudit_findings{") and 'check="bk.entries_lost"' in line]
+
     def active():
         return [(a["labels"]["check"], a["labels"]["subject"], a["annotations"]["notice"], a["status"]["state"])
                 for a in alertmanager_server.get_json("/api/v2/alerts")]
 
     night(1, [MINOR])                                   # healthy for every route (minor is below them)
     assert active() == [] and slack.requests == [] and hook.requests == [] and smtp_server.messages == []
+    assert lost_at_gateway() == []
     night(2, [MINOR, LOST])
     assert active() == [("bk.entries_lost", "ledger 12", "new", "active")]
+    assert lost_at_gateway() == ["1"]                   # every run's numbers reach the Pushgateway
     (am,) = alertmanager_server.get_json("/api/v2/alerts")
     assert am["labels"] == {"alertname": "bk.entries_lost", "estate": "lab", "system": "bookkeeper",
                             "cluster": "bk-a", "check": "bk.entries_lost", "subject": "ledger 12"}
@@ -159,7 +167,7 @@ systems: {{}}
     night(3, [MINOR, LOST])                             # the same again: Alertmanager keeps it, the others hear nothing
     assert active() == [("bk.entries_lost", "ledger 12", "firing", "active")]
     night(4, [MINOR])                                   # repaired
-    assert active() == []
+    assert active() == [] and lost_at_gateway() == []
     texts = [r["body"]["text"] for r in slack.requests]
     assert len(texts) == 2 and ":rotating_light: new [critical] bookkeeper/bk-a `bk.entries_lost` ledger 12" in texts[0]
     assert ":white_check_mark: resolved" in texts[1]

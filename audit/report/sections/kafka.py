@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from audit.contracts import ReportSection, RunOutputs
+from audit.contracts import Gauge, ReportSection, RunOutputs
 from audit.report.sections import evidence
 
 SYSTEM = "kafka"
@@ -349,6 +349,18 @@ def coverage(outputs: RunOutputs) -> list[dict[str, Any]]:
             for g in not_judged(_optional_rows(outputs, COVERAGE, COVERAGE_FIELDS))]
 
 
+def gauges(summary: Mapping[str, Any]) -> list[Gauge]:
+    """Per MirrorMaker 2 flow: what a failover of its groups would at least redeliver and skip (the proven
+    minimum; the bounds' maximum is in the report)."""
+    out = []
+    for f in ((summary.get("kafka") or {}).get("mm2") or {}).values():
+        labels = {"system": SYSTEM, "source": f["source"], "target": f["target"]}
+        for name, key, what in (("replaudit_failover_redelivered_messages", "redelivered_min", "redeliver"),
+                                ("replaudit_failover_skipped_messages", "skipped_min", "skip")):
+            out.append(Gauge(name, f"messages a failover from source to target would {what}", labels, f[key] or 0))
+    return out
+
+
 SECTION = ReportSection(summary=summary, html=html, text=text, truth_key=truth_key, claims=claims,
                         truth_item=truth_item, truth_required=("check", "cluster", "topic", "partition"),
-                        scorecard=scorecard, scorecard_key="mm2_failover", coverage=coverage)
+                        scorecard=scorecard, scorecard_key="mm2_failover", coverage=coverage, gauges=gauges)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from audit.contracts import ReportSection, RunOutputs
+from audit.contracts import Gauge, ReportSection, RunOutputs
 from audit.report.sections import evidence
 
 TOP_SUBSCRIPTIONS = 10      # per cluster pair, by redelivered + skipped
@@ -313,6 +313,18 @@ def coverage(outputs: RunOutputs) -> list[dict[str, Any]]:
     return gaps
 
 
+def gauges(summary: Mapping[str, Any]) -> list[Gauge]:
+    """Per replication pair: what a failover of its subscriptions would redeliver, skip and lose."""
+    out = []
+    for p in ((summary.get("pulsar") or {}).get("pairs") or {}).values():
+        labels = {"system": "pulsar", "source": p["source_cluster"], "target": p["target_cluster"]}
+        for name, key, what in (("replaudit_failover_redelivered_messages", "redelivered", "redeliver"),
+                                ("replaudit_failover_skipped_messages", "skipped", "skip"),
+                                ("replaudit_failover_lost_messages", "lost", "lose")):
+            out.append(Gauge(name, f"messages a failover from source to target would {what}", labels, p[key] or 0))
+    return out
+
+
 SECTION = ReportSection(summary=summary, html=html, text=text, truth_key=pulsar_key, claims=claims,
                         truth_item=truth_item, truth_required=("check", "cluster", "topic"),
-                        scorecard=scorecard, scorecard_key="failover", coverage=coverage)
+                        scorecard=scorecard, scorecard_key="failover", coverage=coverage, gauges=gauges)
