@@ -5,6 +5,7 @@ state is not kept, so the next attempt tells every route again (Alertmanager ded
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Callable, Mapping
 
 from audit.alerts.alertmanager import post_alerts
@@ -15,6 +16,9 @@ from audit.alerts.slack import post_message
 from audit.alerts.state import AlertStateError, already_alerted, previous_state, save_state
 from audit.alerts.webhook import post_violations
 from audit.contracts import SEVERITIES
+from audit.history import store as history
+from audit.history.drift import Drift, Rule, detect
+from audit.history.metrics import run_gauges
 
 # route kind (audit.config.model.ROUTE_KINDS) -> sender(route, summary, notices, secrets, firing=...) -> AlertResult
 SENDERS: Mapping[str, Callable[..., Any]] = {"webhook": post_violations, "alertmanager": post_alerts,
@@ -36,6 +40,35 @@ def signals(summary: Mapping[str, Any], violations: list[Mapping[str, Any]]) -> 
     if validation and not validation.get("complete", True):
         out.append(VALIDATION)
     return out
+
+
+DRIFT = "drift"
+HISTORY_RUNS = 30
+
+
+def drift_signal(d: Drift) -> Signal:
+    """A drift flag as a signal: its series is its subject, so it follows the lifecycle like a finding."""
+    labels = history.parse_series(d.labels)
+    return Signal(labels.get("system", ""), labels.get("cluster", "*"), DRIFT, f"{d.metric}{{{d.labels}}}",
+                  d.rule.severity, int(d.after), d.message)
+
+
+def drifts(store: Any, estate: Any, run_id: str, at_ms: int, summary: Mapping[str, Any],
+           violations: list[Mapping[str, Any]], problems: list[str]) -> list[Drift]:
+    """Append tonight's metrics to the history (once per run), then judge them by the estate's drift rules."""
+    gauges = run_gauges(summary, violations, time.time())
+    try:
+        past = history.recent(store, estate.name, HISTORY_RUNS, exclude=run_id)
+    except ValueError as exc:
+        problems.append(f"metrics history unreadable, drift not judged: {exc}")
+        log.error("%s", problems[-1])
+        past = None
+    history.append(store, estate.name, run_id, at_ms, gauges)
+    if past is None:
+        return []
+    tonight = {(g.name, history.series_key(g.labels)): float(g.value) for g in gauges}
+    rules = [Rule(**{f: getattr(r, f) for f in Rule._fields}) for r in estate.alerts.drift]
+    return detect(rules, past, tonight, at_ms)
 
 
 def notice_row(n: Notice) -> dict:
@@ -67,7 +100,9 @@ def alert_run(store: Any, estate: Any, run_id: str, at_ms: int, summary: Mapping
         problems.append(f"previous alert state unreadable, every signal counts as new: {exc}")
         log.error("%s", problems[-1])
     policy = Policy(estate.alerts.repeat_interval * 1000, estate.alerts.worse_factor)
-    notices, state = transition(previous, signals(summary, violations), at_ms, policy)
+    tonight = signals(summary, violations) + [drift_signal(d) for d in drifts(store, estate, run_id, at_ms, summary,
+                                                                             violations, problems)]
+    notices, state = transition(previous, tonight, at_ms, policy)
     rows = [notice_row(n) for n in notices]
     told = {n.tracked.signal.fingerprint: n.kind for n in notices}
     firing = [_row(t, told.get(fp, "firing")) for fp, t in sorted(state.items())]

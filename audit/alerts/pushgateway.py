@@ -1,65 +1,20 @@
 """A Prometheus Pushgateway route: every run pushes its numbers (prometheus_client's push_to_gateway, job
 `replaudit`, grouping key `estate`), so the team's Prometheus scrapes them and Grafana shows history.
 
-Shared gauges: findings per system, cluster, check and severity; entries at risk (the findings' entry counts) per
-system, cluster and check; sources not covered per system and cluster; whether the run was complete; its
-duration up to the alert stage; its time. Each system adds its own through its report section's `gauges`
-(e.g. failover redeliveries and skips per replication flow). A push replaces the estate's previous group, so a
-finding that is gone is gone from the gateway too."""
+The gauges are the run's numbers (audit/history/metrics.py), the same the metrics history keeps. A push replaces
+the estate's previous group, so a finding that is gone is gone from the gateway too."""
 from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping
 
 from audit.alerts.http import FAILED, SENT, AlertResult, http_route, redacted
 from audit.contracts import Gauge
+from audit.history.metrics import run_gauges
 
 log = logging.getLogger("replaudit.alerts")
 JOB = "replaudit"
-
-
-def _started_s(attempt_id: str | None) -> float | None:
-    """An attempt id starts with its UTC start time (audit.store.run.new_attempt_id)."""
-    try:
-        return datetime.strptime((attempt_id or "")[:22], "%Y%m%dT%H%M%S%fZ").replace(tzinfo=timezone.utc).timestamp()
-    except ValueError:
-        return None
-
-
-def shared_gauges(summary: Mapping[str, Any], violations: Iterable[Mapping[str, Any]], now_s: float) -> list[Gauge]:
-    findings: dict[tuple, int] = {}
-    at_risk: dict[tuple, int] = {}
-    for v in violations:
-        findings[(v["system"], v["cluster"], v["check"], v["severity"])] = \
-            findings.get((v["system"], v["cluster"], v["check"], v["severity"]), 0) + 1
-        at_risk[(v["system"], v["cluster"], v["check"])] = \
-            at_risk.get((v["system"], v["cluster"], v["check"]), 0) + int(v.get("entry_count") or 0)
-    gaps: dict[tuple, int] = {}
-    for g in summary.get("coverage_gaps") or []:
-        key = (str(g.get("system") or ""), str(g.get("cluster") or ""))
-        gaps[key] = gaps.get(key, 0) + 1
-    out = [Gauge("replaudit_findings", "findings of the run", dict(zip(("system", "cluster", "check", "severity"),
-                                                                         k)), n) for k, n in sorted(findings.items())]
-    out += [Gauge("replaudit_entries_at_risk", "entries (messages, offsets) the findings concern",
-                  dict(zip(("system", "cluster", "check"), k)), n) for k, n in sorted(at_risk.items())]
-    out += [Gauge("replaudit_coverage_gaps", "sources the run could not cover", dict(zip(("system", "cluster"), k)),
-                  n) for k, n in sorted(gaps.items())]
-    out.append(Gauge("replaudit_run_complete", "1 when everything was covered and validated", {},
-                     1 if summary.get("complete") else 0))
-    out.append(Gauge("replaudit_run_timestamp_seconds", "when the run's alert stage pushed", {}, now_s))
-    started = _started_s((summary.get("run") or {}).get("attempt_id"))
-    if started is not None:
-        out.append(Gauge("replaudit_run_duration_seconds", "from the attempt's start to its alert stage", {},
-                         max(0.0, now_s - started)))
-    return out
-
-
-def system_gauges(summary: Mapping[str, Any]) -> list[Gauge]:
-    from audit import systems
-
-    return [g for s in systems.all_systems() if s.report.gauges for g in s.report.gauges(summary)]
 
 
 def registry_of(gauges: list[Gauge]):
@@ -88,7 +43,7 @@ def push_metrics(route: Any, summary: Mapping[str, Any], notices: list, secrets:
     r = http_route(route)
     result = AlertResult(route=r.name, status=FAILED, attempts=1)
     try:
-        gauges = shared_gauges(summary, findings, now_s()) + system_gauges(summary)
+        gauges = run_gauges(summary, findings, now_s())
         extra = [(h, secrets.resolve(ref)) for h, ref in r.headers_from.items()]
         url = r.url or secrets.resolve(r.url_from)
 

@@ -258,6 +258,33 @@ def _unique_routes(routes: tuple) -> tuple:
 Routes = Annotated[listing(AlertRoute, "routes"), AfterValidator(_unique_routes)]
 
 
+MetricName = text(r"^replaudit_[a-z0-9_]+$", "a metric name replaudit_* (docs/alerts.md)")
+LabelFilter = Annotated[dict[str, str], expect_mapping("a mapping of label name to value")]
+
+
+@record
+class DriftRule(Record):
+    """Tonight against the metrics history (audit/history/drift.py; Deequ's strategies)."""
+
+    metric: MetricName
+    strategy: choice("absolute", "relative", "threshold")
+    max_increase: float | None = None     # absolute: tonight - before; relative: tonight / before (1.5 = +50 %)
+    max_decrease: float | None = None     # absolute: before - tonight; relative: the lowest tonight / before
+    lower: float | None = None            # threshold
+    upper: float | None = None
+    compare_with: choice("previous", "week") = "previous"
+    labels: LabelFilter = Field(default_factory=dict)
+    severity: Severity = "warning"
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "DriftRule":
+        if self.strategy == "threshold" and self.lower is None and self.upper is None:
+            raise rule_error("a threshold rule: lower and/or upper", f"metric {self.metric}")
+        if self.strategy != "threshold" and self.max_increase is None and self.max_decrease is None:
+            raise rule_error(f"a {self.strategy} rule: max_increase and/or max_decrease", f"metric {self.metric}")
+        return self
+
+
 WorseFactor = Annotated[float, Strict(), Gt(1), expect("a number > 1 (how many times its last notified count a "
                                                        "finding must grow to alert again)")]
 
@@ -269,6 +296,7 @@ class Alerts(Record):
     # one whose count grows past worse_factor times the count last notified alerts again as "worse"
     repeat_interval: Duration = 7 * 24 * 3600
     worse_factor: WorseFactor = 2.0
+    drift: listing(DriftRule, "drift rules") = ()     # each run against the metrics history (docs/alerts.md)
 
 
 # -- shared by the systems' cluster models ----------------------------------------------------------------------
