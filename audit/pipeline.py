@@ -258,9 +258,22 @@ def report(ctx: RunContext) -> dict:
         report_prefix = ctx.estate.store.uri.rstrip("/") + "/" + ctx.writer.key("reports") + "/"
         summary = build_run_report(st.root, estate=ctx.estate.name, run_id=ctx.run_id,
                                    attempt_id=ctx.attempt_id, report_prefix=report_prefix,
-                                   systems=ctx.systems(), estate_config=ctx.estate)
+                                   systems=ctx.systems(), estate_config=ctx.estate, history=_history(ctx),
+                                   at_ms=ctx.as_of_ms)
     ctx.writer.publish(summary)
     return summary
+
+
+def _history(ctx: RunContext) -> list:
+    """The earlier runs' metrics for the report's plots; none (and a log line) when the history cannot be read."""
+    from audit.history.store import recent
+    from audit.history.trend import RUNS
+
+    try:
+        return recent(ctx.store, ctx.estate.name, RUNS, exclude=ctx.run_id)
+    except ValueError:
+        log.exception("metrics history unreadable: the report plots tonight only")
+        return []
 
 
 def alert(ctx: RunContext) -> dict:

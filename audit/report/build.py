@@ -13,10 +13,13 @@ each declared system's keys are written (empty lists when it planned nothing) an
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from audit.contracts import RunOutputs, System
+from audit.history.metrics import run_gauges
+from audit.history.trend import trends
 from audit.report.html import render_html
 from audit.report.summary import build_summary
 
@@ -125,9 +128,11 @@ def plan_summary(system: str, plan: dict) -> dict[str, Any]:
 
 
 def build_run_report(root: Path, *, estate: str, run_id: str, attempt_id: str, report_prefix: str,
-                     systems: Sequence[System], estate_config: Any = None) -> dict:
+                     systems: Sequence[System], estate_config: Any = None, history: Sequence | None = None,
+                     at_ms: int | None = None) -> dict:
     """`root`: the staged attempt folder. `estate`: the estate's name. `systems`: the declared systems, in order.
-    `estate_config`: the loaded estate, handed to the systems as RunOutputs.estate (e.g. their clusters' admin URLs)."""
+    `estate_config`: the loaded estate, handed to the systems as RunOutputs.estate (e.g. their clusters' admin URLs).
+    `history`: the earlier runs' metrics (audit.history.store.recent), plotted with tonight's (summary["history"])."""
     root = Path(root)
     violations = read_rows(root / "findings" / "violations")
     outputs = RunOutputs(root=root, violations=violations, estate=estate_config)
@@ -140,6 +145,9 @@ def build_run_report(root: Path, *, estate: str, run_id: str, attempt_id: str, r
     summary = build_summary(run_meta, violations, gaps, validation, truth or None, systems=systems, outputs=outputs)
     planned = repair_plans(systems, outputs)
     summary["repair_plans"] = [plan_summary(name, p) for name, (plans, _) in planned.items() for p in plans]
+    if history is not None:
+        summary["history"] = trends(history, run_gauges(summary, violations, time.time()), run_id,
+                                    at_ms if at_ms is not None else int(time.time() * 1000))
     errors = [{"system": name, "error": e.get("error")} for name, (_, errs) in planned.items() for e in errs]
     if errors:
         summary["repair_errors"] = errors

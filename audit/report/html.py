@@ -53,6 +53,8 @@ def render_html(summary: Mapping[str, Any], violations: list[Mapping[str, Any]],
         fragment = system.report.html(summary, violations)
         if fragment:
             parts.append(fragment)
+    if summary.get("history"):
+        parts.append(_history_section(summary["history"]))
     parts.append(_validation_section(summary.get("validation") or {}, data_docs_href))
     if summary.get("lab"):
         parts.append(_lab_section(summary["lab"]))
@@ -98,6 +100,35 @@ def _gaps_section(gaps: list[Mapping[str, Any]]) -> str:
     rows = [[g.get("system"), g.get("cluster"), g.get("source"), g.get("what"), g.get("error")] for g in gaps]
     return (f"<h2>Coverage gaps: {len(gaps)}</h2><p>These could not be audited; their findings may be missing."
             f"</p>" + _table(["system", "cluster", "source", "what", "error"], rows))
+
+
+def _plot(values: list, width: int = 320, height: int = 60) -> str:
+    """An inline SVG line of `values` (None: no value that run), oldest left; every run one step."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return ""
+    low, high = min(known), max(known)
+    span = (high - low) or 1.0
+    step = width / max(1, len(values) - 1)
+    points = " ".join(f"{i * step:.1f},{height - 4 - (v - low) / span * (height - 8):.1f}"
+                      for i, v in enumerate(values) if v is not None)
+    return (f'<svg class="plot" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">'
+            f'<polyline fill="none" stroke="#2a6f97" stroke-width="2" points="{points}"/></svg>')
+
+
+def _history_section(history: Mapping[str, Any]) -> str:
+    """Each tracked metric over the last runs (audit/history/trend.py), tonight rightmost."""
+    runs = history.get("runs") or []
+    out = [f"<h2>History: the last {len(runs)} run(s)</h2><table><tr><th>metric</th><th>tonight</th>"
+           "<th>lowest</th><th>highest</th><th>runs, oldest first</th></tr>"]
+    for name, values in (history.get("metrics") or {}).items():
+        known = [v for v in values if v is not None]
+        last = values[-1] if values else None
+        out.append(f'<tr id="history-{_e(name)}"><td>{_e(name)}</td><td>{_e("-" if last is None else f"{last:g}")}'
+                   f'</td><td>{_e(f"{min(known):g}" if known else "-")}</td>'
+                   f'<td>{_e(f"{max(known):g}" if known else "-")}</td><td>{_plot(values)}</td></tr>')
+    out.append("</table>")
+    return "".join(out)
 
 
 def _validation_section(gx: Mapping[str, Any], docs_href: str) -> str:
