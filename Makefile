@@ -31,11 +31,14 @@ $(AIRFLOW_HOME)/.migrated: $(VENV)/.installed
 	touch $@
 
 ## system-deps: what pip cannot install: the real servers the tests start (ZooKeeper, Alertmanager, Pushgateway)
+## and the headless Chromium that opens the HTML report
 system-deps:
 	@MISSING=""; \
 	[ -f /usr/share/java/zookeeper.jar ] || MISSING="$$MISSING zookeeper"; \
 	command -v prometheus-alertmanager >/dev/null || MISSING="$$MISSING prometheus-alertmanager"; \
 	command -v prometheus-pushgateway >/dev/null || MISSING="$$MISSING prometheus-pushgateway"; \
+	command -v chromium >/dev/null || MISSING="$$MISSING chromium"; \
+	command -v chromedriver >/dev/null || MISSING="$$MISSING chromium-driver"; \
 	if [ -n "$$MISSING" ]; then \
 	  echo "installing Debian$$MISSING (tests start real servers)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \

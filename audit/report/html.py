@@ -110,10 +110,12 @@ def _plot(values: list, width: int = 320, height: int = 60) -> str:
     low, high = min(known), max(known)
     span = (high - low) or 1.0
     step = width / max(1, len(values) - 1)
-    points = " ".join(f"{i * step:.1f},{height - 4 - (v - low) / span * (height - 8):.1f}"
-                      for i, v in enumerate(values) if v is not None)
+    xy = [(i * step, height - 4 - (v - low) / span * (height - 8)) for i, v in enumerate(values) if v is not None]
+    points = " ".join(f"{x:.1f},{y:.1f}" for x, y in xy)
+    last_x, last_y = xy[-1]      # tonight, marked (and visible when it is the only run)
     return (f'<svg class="plot" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">'
-            f'<polyline fill="none" stroke="#2a6f97" stroke-width="2" points="{points}"/></svg>')
+            f'<polyline fill="none" stroke="#2a6f97" stroke-width="2" points="{points}"/>'
+            f'<circle cx="{last_x:.1f}" cy="{last_y:.1f}" r="3" fill="#2a6f97"/></svg>')
 
 
 def _history_section(history: Mapping[str, Any]) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser import open_report
 from tests.estates import write_lab_estate
 from tests.http_receiver import receiver_factory  # noqa: F401  (fixture)
 
@@ -77,6 +78,16 @@ alerts:
     assert {v["notice"] for v in body["violations"]} == {"new"}
     checks = {v["check"] for v in body["violations"]} - {"audit_incomplete"}
     assert checks and checks <= set(summary["counts"]["by_check"])
+
+    # the published report in a real browser: no console error, every plot laid out (the replica histogram and
+    # one line per metric of the history), a screenshot taken
+    report = Path(summary["run"]["report_location"].removeprefix("file://"))
+    page = open_report(report, tmp_path / "report.png")
+    assert page.title.startswith("replaudit report: dagtest run ")
+    assert [e for e in page.console if e["level"] in ("SEVERE", "WARNING")] == []
+    plotted = len(summary["history"]["metrics"]) + 1
+    assert len(page.plots) >= plotted and all(w > 0 and h > 0 for w, h in page.plots), page.plots
+    assert (tmp_path / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "dag-test-token" not in json.dumps(summary)
 
 
