@@ -8,7 +8,7 @@ import html
 import logging
 from typing import Any, Mapping
 
-from audit.alerts.http import FAILED, SENT, SKIPPED, AlertResult, matching, redacted
+from audit.alerts.http import FAILED, SENT, AlertResult, redacted, selected
 
 log = logging.getLogger("replaudit.alerts")
 ROWS = 50
@@ -39,10 +39,8 @@ def send_email(route: Any, summary: Mapping[str, Any], notices: list[Mapping[str
                **_: Any) -> AlertResult:
     from airflow.providers.smtp.notifications.smtp import SmtpNotifier
 
-    rows = matching(notices, route.min_severity)
-    result = AlertResult(route=route.name, status=SKIPPED, matching_violations=len(rows))
+    rows, result = selected(route.name, route.min_severity, notices)
     if not rows:
-        result.error = f"no notice at or above {route.min_severity}"
         return result
     notifier = SmtpNotifier(to=list(route.to), from_email=route.from_email, subject=subject(summary, rows),
                             html_content=body(summary, rows), smtp_conn_id=route.smtp_conn_id)

@@ -75,6 +75,15 @@ def matching(rows: list[Mapping[str, Any]], min_severity: str) -> list[Mapping[s
             or SEVERITIES.index(v["severity"]) <= SEVERITIES.index(min_severity)]
 
 
+def selected(route_name: str, min_severity: str, rows: list[Mapping[str, Any]]) -> tuple[list, AlertResult]:
+    """(the rows a route receives, its result so far: "skipped" with the reason when there is none)."""
+    chosen = matching(rows, min_severity)
+    result = AlertResult(route=route_name, status=SKIPPED, matching_violations=len(chosen))
+    if not chosen:
+        result.error = f"no notice at or above {min_severity}"
+    return chosen, result
+
+
 def post_json(r: HttpRoute, payload: Any, secrets: Any, result: AlertResult, *, path: str = "",
               retries: int = 3, backoff_s: float = 0.5, sleep: Callable[[float], None] = time.sleep) -> AlertResult:
     """POST `payload` as JSON to the route's URL (+ `path`), with the route's secret headers; fills `result`."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Mapping
 
-from audit.alerts.http import SKIPPED, AlertResult, http_route, matching, post_json
+from audit.alerts.http import AlertResult, http_route, post_json, selected
 
 MARK = {"new": ":rotating_light: new", "worse": ":arrow_up: worse", "reminder": ":repeat: still firing",
         "resolved": ":white_check_mark: resolved"}
@@ -27,10 +27,8 @@ def post_message(route: Any, summary: Mapping[str, Any], notices: list[Mapping[s
                  retries: int = 3, backoff_s: float = 0.5, sleep: Callable[[float], None] = time.sleep,
                  **_: Any) -> AlertResult:
     r = http_route(route)
-    rows = matching(notices, r.min_severity)
-    result = AlertResult(route=r.name, status=SKIPPED, matching_violations=len(rows))
+    rows, result = selected(r.name, r.min_severity, notices)
     if not rows:
-        result.error = f"no notice at or above {r.min_severity}"
         return result
     result.sent_violations = min(len(rows), LINES)
     return post_json(r, {"text": message(summary, rows)}, secrets, result, retries=retries, backoff_s=backoff_s,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Mapping
 
-from audit.alerts.http import SKIPPED, AlertResult, http_route, matching, post_json
+from audit.alerts.http import AlertResult, http_route, post_json, selected
 from audit.contracts import SEVERITIES
 
 DEFAULT_LIMIT = 20
@@ -48,10 +48,8 @@ def post_violations(route: Any, summary: Mapping[str, Any], violations: list[Map
     """`route`: an audit.config.model.AlertRoute or a dict with the same keys. `secrets`: anything with
     .resolve(ref) -> str (and optionally .redact(text)). `retries`: extra attempts after the first."""
     r = http_route(route)
-    chosen = matching(violations, r.min_severity)
-    result = AlertResult(route=r.name, status=SKIPPED, matching_violations=len(chosen))
+    chosen, result = selected(r.name, r.min_severity, violations)
     if not chosen:
-        result.error = f"no violation at or above {r.min_severity}"
         return result
     payload = build_payload(r.name, summary, chosen, limit)
     result.sent_violations = len(payload["violations"])
