@@ -17,7 +17,8 @@ from audit.alerts.state import AlertStateError, already_alerted, previous_state,
 from audit.alerts.webhook import post_violations
 from audit.contracts import SEVERITIES
 from audit.history import store as history
-from audit.history.drift import Drift, Rule, detect
+from audit.history.drift import Bound, Rule, bounds
+from audit.history.gx_drift import DriftValidationError, violated
 from audit.history.metrics import run_gauges
 
 # route kind (audit.config.model.ROUTE_KINDS) -> sender(route, summary, notices, secrets, firing=...) -> AlertResult
@@ -46,7 +47,7 @@ DRIFT = "drift"
 HISTORY_RUNS = 30
 
 
-def drift_signal(d: Drift) -> Signal:
+def drift_signal(d: Bound) -> Signal:
     """A drift flag as a signal: its series is its subject, so it follows the lifecycle like a finding."""
     labels = history.parse_series(d.labels)
     return Signal(labels.get("system", ""), labels.get("cluster", "*"), DRIFT, f"{d.metric}{{{d.labels}}}",
@@ -54,8 +55,9 @@ def drift_signal(d: Drift) -> Signal:
 
 
 def drifts(store: Any, estate: Any, run_id: str, at_ms: int, summary: Mapping[str, Any],
-           violations: list[Mapping[str, Any]], problems: list[str]) -> list[Drift]:
-    """Append tonight's metrics to the history (once per run), then judge them by the estate's drift rules."""
+           violations: list[Mapping[str, Any]], problems: list[str]) -> list[Bound]:
+    """Append tonight's metrics to the history (once per run), then judge them by the estate's drift rules: the
+    bounds come from the history, GX gives the verdicts (audit/history/gx_drift.py)."""
     gauges = run_gauges(summary, violations, time.time())
     try:
         past = history.recent(store, estate.name, HISTORY_RUNS, exclude=run_id)
@@ -68,7 +70,12 @@ def drifts(store: Any, estate: Any, run_id: str, at_ms: int, summary: Mapping[st
         return []
     tonight = {(g.name, history.series_key(g.labels)): float(g.value) for g in gauges}
     rules = [Rule(**{f: getattr(r, f) for f in Rule._fields}) for r in estate.alerts.drift]
-    return detect(rules, past, tonight, at_ms)
+    try:
+        return violated(bounds(rules, past, tonight, at_ms))
+    except DriftValidationError as exc:
+        problems.append(str(exc))
+        log.error("%s", problems[-1])
+        return []
 
 
 def notice_row(n: Notice) -> dict:

@@ -3,7 +3,11 @@
 threshold. A rule names a metric (and optionally some of its labels), a strategy and what to compare with: the
 previous run, or the run a week before (the newest at least 7 days older: "week over week"). Every series of the
 metric is judged on its own; a series missing from a run counts 0 there (every gauge is a count, and a count
-that is gone is 0). Without a run to compare with, nothing is judged."""
+that is gone is 0). Without a run to compare with, nothing is judged.
+
+`bounds` turns a rule and the history into the range tonight's value must lie in (low..high, inclusive): these are
+the GX suite parameters that gx_drift.py hands to one ExpectColumnValuesToBeBetween per series, so GX gives the
+verdict; `Bound.holds` is the same comparison in Python (`detect`), for the table of cases."""
 from __future__ import annotations
 
 import math
@@ -26,13 +30,20 @@ class Rule(NamedTuple):
     severity: str = "warning"
 
 
-class Drift(NamedTuple):
+class Bound(NamedTuple):
+    """The range a series' value must lie in tonight, from a rule and the history."""
+
     rule: Rule
     metric: str
     labels: str                          # the series key (audit/history/store.py)
     before: float | None                 # None: a threshold, no comparison
     after: float
     baseline_run: str | None
+    low: float | None                    # inclusive; None: no lower bound
+    high: float | None
+
+    def holds(self) -> bool:
+        return (self.low is None or self.after >= self.low) and (self.high is None or self.after <= self.high)
 
     @property
     def message(self) -> str:
@@ -56,14 +67,13 @@ def baseline(history: Sequence[RunMetrics], at_ms: int, compare_with: str) -> Ru
     return earlier[-1] if earlier else None
 
 
-def _anomalous(rule: Rule, before: float, after: float) -> bool:
+def _range(rule: Rule, before: float) -> tuple[float | None, float | None]:
+    """(low, high) for tonight given the value before. Relative from 0: any rise is an infinite rate (high 0)."""
     if rule.strategy == "absolute":
-        change = after - before
-        return (rule.max_increase is not None and change > rule.max_increase) or \
-            (rule.max_decrease is not None and -change > rule.max_decrease)
-    rate = (math.inf if after > 0 else 1.0) if before == 0 else after / before
-    return (rule.max_increase is not None and rate > rule.max_increase) or \
-        (rule.max_decrease is not None and rate < rule.max_decrease)
+        return (None if rule.max_decrease is None else before - rule.max_decrease,
+                None if rule.max_increase is None else before + rule.max_increase)
+    return (None if rule.max_decrease is None else before * rule.max_decrease,
+            None if rule.max_increase is None else before * rule.max_increase)
 
 
 def _matches(rule: Rule, metric: str, labels: str) -> bool:
@@ -73,14 +83,15 @@ def _matches(rule: Rule, metric: str, labels: str) -> bool:
     return all(have.get(k) == v for k, v in rule.labels.items())
 
 
-def detect(rules: Iterable[Rule], history: Sequence[RunMetrics], tonight: Mapping[tuple[str, str], float],
-           at_ms: int) -> list[Drift]:
+def bounds(rules: Iterable[Rule], history: Sequence[RunMetrics], tonight: Mapping[tuple[str, str], float],
+           at_ms: int) -> list[Bound]:
+    """One bound per rule and series judged tonight."""
     out = []
     for rule in rules:
         mine = {k: v for k, v in tonight.items() if _matches(rule, *k)}
         if rule.strategy == "threshold":
-            out += [Drift(rule, m, labels, None, v, None) for (m, labels), v in sorted(mine.items())
-                    if (rule.lower is not None and v < rule.lower) or (rule.upper is not None and v > rule.upper)]
+            out += [Bound(rule, m, labels, None, v, None, rule.lower, rule.upper)
+                    for (m, labels), v in sorted(mine.items())]
             continue
         base = baseline(history, at_ms, rule.compare_with)
         if base is None:
@@ -88,6 +99,11 @@ def detect(rules: Iterable[Rule], history: Sequence[RunMetrics], tonight: Mappin
         theirs = {k: v for k, v in base.values.items() if _matches(rule, *k)}
         for key in sorted(set(mine) | set(theirs)):
             before, after = theirs.get(key, 0.0), mine.get(key, 0.0)
-            if _anomalous(rule, before, after):
-                out.append(Drift(rule, key[0], key[1], before, after, base.run_id))
+            out.append(Bound(rule, key[0], key[1], before, after, base.run_id, *_range(rule, before)))
     return out
+
+
+def detect(rules: Iterable[Rule], history: Sequence[RunMetrics], tonight: Mapping[tuple[str, str], float],
+           at_ms: int) -> list[Bound]:
+    """The bounds tonight breaks, judged in Python (the GX run gives the same: gx_drift.py)."""
+    return [b for b in bounds(rules, history, tonight, at_ms) if not b.holds()]

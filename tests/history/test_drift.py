@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit.history.drift import WEEK_MS, Rule, baseline, detect
+from audit.history.drift import WEEK_MS, Rule, baseline, bounds, detect
 from audit.history.store import RunMetrics, parse_series, series_key
 
 DAY = WEEK_MS // 7
@@ -56,3 +56,14 @@ def test_baseline_and_series_keys():
     assert baseline(HISTORY, AT, "week").run_id == "r-7"
     assert parse_series(A) == {"system": "bookkeeper", "cluster": "bk-a", "check": "bk.entries_below_ack_quorum"}
     assert series_key({"b": "2", "a": "1"}) == "a=1,b=2" and parse_series("") == {}
+
+
+def test_great_expectations_gives_the_same_verdicts_through_suite_parameters():
+    from audit.history.gx_drift import violated
+
+    everything = []
+    for name, rule, history, tonight, _ in CASES:
+        values = {(M, {"a": A, "b": B}[k]): v for k, v in tonight.items()}
+        everything += bounds([rule], history, values, AT)
+    assert len(everything) == 19 and sum(not b.holds() for b in everything) == 8
+    assert violated(everything) == [b for b in everything if not b.holds()]
