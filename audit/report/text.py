@@ -38,6 +38,11 @@ def render_text(summary: Mapping[str, Any], systems: Sequence[System] | None = N
                 seed = "" if c.get("seed") is None else f" (seed {c['seed']})"
                 lines.append(f"    {cluster}{seed}: injected {c['injected']}, detected {c['detected']}, wrong count "
                              f"{c['wrong_count']}, missed {c['missed']}, false alarms {c['false_alarms']}")
+    alerts = summary.get("alerts") or {}
+    if alerts.get("notices") is not None:      # `replaudit run`: the alert stage's notices and routes
+        told = ", ".join(f"{n} {kind}" for kind, n in sorted(alerts["notices"].items())) or "nothing new to tell"
+        routes = ", ".join(f"{r['route']} {r['status']}" for r in alerts.get("routes") or [])
+        lines.append(f"  alerts: {told}" + (f" (routes: {routes})" if routes else ""))
     run = summary.get("run") or {}
     if run.get("report_location"):
         lines.append(f"  report: {run['report_location']}")

@@ -160,3 +160,16 @@ def test_replica_metrics_information_outside_ensemble_and_unknown_ctime():
         in lines
     assert "  a: 1 open ledgers with unknown creation time (not judged for open too long)" in lines
     assert not any(line.startswith("  b: ") and "unknown" in line for line in lines)
+
+
+def test_text_names_the_alert_stages_notices_and_routes():
+    from audit.report.text import render_text
+
+    base = {"estate": "lab", "run_id": "r", "status": "violations", "counts": {}}
+    told = render_text({**base, "alerts": {"notices": {"new": 2, "resolved": 1},
+                                           "routes": [{"route": "am", "status": "sent"},
+                                                      {"route": "mail", "status": "skipped"}]}}, [])
+    assert "  alerts: 2 new, 1 resolved (routes: am sent, mail skipped)" in told.splitlines()
+    quiet = render_text({**base, "alerts": {"notices": {}, "routes": []}}, [])
+    assert "  alerts: nothing new to tell" in quiet.splitlines()
+    assert "alerts" not in render_text(base, [])
