@@ -259,7 +259,7 @@ def report(ctx: RunContext) -> dict:
         summary = build_run_report(st.root, estate=ctx.estate.name, run_id=ctx.run_id,
                                    attempt_id=ctx.attempt_id, report_prefix=report_prefix,
                                    systems=ctx.systems(), estate_config=ctx.estate, history=_history(ctx),
-                                   at_ms=ctx.as_of_ms)
+                                   at_ms=ctx.as_of_ms, first_seen=_first_seen(ctx))
     ctx.writer.publish(summary)
     return summary
 
@@ -274,6 +274,18 @@ def _history(ctx: RunContext) -> list:
     except ValueError:
         log.exception("metrics history unreadable: the report plots tonight only")
         return []
+
+
+def _first_seen(ctx: RunContext) -> dict:
+    """fingerprint -> first seen of what was firing after the previous run (its alert state); {} when unreadable."""
+    from audit.alerts.state import AlertStateError, previous_state
+
+    try:
+        state, _ = previous_state(ctx.store, ctx.estate.name, ctx.run_id)
+    except AlertStateError:
+        log.exception("alert state unreadable: every finding shows as first seen tonight")
+        return {}
+    return {fp: t.first_seen_ms for fp, t in state.items()}
 
 
 def alert(ctx: RunContext) -> dict:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
+from audit.alerts.lifecycle import fingerprint
 from audit.contracts import RunOutputs, System
 from audit.history.metrics import run_gauges
 from audit.history.trend import trends
@@ -129,10 +130,13 @@ def plan_summary(system: str, plan: dict) -> dict[str, Any]:
 
 def build_run_report(root: Path, *, estate: str, run_id: str, attempt_id: str, report_prefix: str,
                      systems: Sequence[System], estate_config: Any = None, history: Sequence | None = None,
-                     at_ms: int | None = None) -> dict:
+                     at_ms: int | None = None, first_seen: Mapping[str, int] | None = None) -> dict:
     """`root`: the staged attempt folder. `estate`: the estate's name. `systems`: the declared systems, in order.
     `estate_config`: the loaded estate, handed to the systems as RunOutputs.estate (e.g. their clusters' admin URLs).
-    `history`: the earlier runs' metrics (audit.history.store.recent), plotted with tonight's (summary["history"])."""
+    `history`: the earlier runs' metrics (audit.history.store.recent), plotted with tonight's (summary["history"]).
+    `first_seen`: fingerprint -> first seen (ms) of the findings still firing after the previous run (its alert
+    state): each finding shows when it was first seen (tonight when unknown) and summary["findings_new"] counts
+    tonight's new ones."""
     root = Path(root)
     violations = read_rows(root / "findings" / "violations")
     outputs = RunOutputs(root=root, violations=violations, estate=estate_config)
@@ -145,6 +149,12 @@ def build_run_report(root: Path, *, estate: str, run_id: str, attempt_id: str, r
     summary = build_summary(run_meta, violations, gaps, validation, truth or None, systems=systems, outputs=outputs)
     planned = repair_plans(systems, outputs)
     summary["repair_plans"] = [plan_summary(name, p) for name, (plans, _) in planned.items() for p in plans]
+    if first_seen is not None:
+        now = at_ms if at_ms is not None else int(time.time() * 1000)
+        for v in violations:
+            v["first_seen_ms"] = first_seen.get(fingerprint(v["system"], v["cluster"], v["check"],
+                                                            str(v.get("subject") or "")), now)
+        summary["findings_new"] = sum(v["first_seen_ms"] == now for v in violations)
     if history is not None:
         summary["history"] = trends(history, run_gauges(summary, violations, time.time()), run_id,
                                     at_ms if at_ms is not None else int(time.time() * 1000))

@@ -4,6 +4,7 @@ counts, findings, coverage, Great Expectations, lab scorecard) are drawn here; e
 its own fragment (`ReportSection.html`), built with `_e` / `_table` from this module."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from html import escape
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -73,6 +74,13 @@ def _counts_section(summary: Mapping[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _day(ms: Any) -> str:
+    """A first-seen instant as a UTC date and time ("" when unknown)."""
+    if ms is None:
+        return ""
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def _findings_section(violations: list[Mapping[str, Any]]) -> str:
     if not violations:
         return ""
@@ -86,9 +94,12 @@ def _findings_section(violations: list[Mapping[str, Any]]) -> str:
                                              -(v.get("entry_count") or 0), str(v.get("subject"))))
         out.append(f"<h3>{_e(system)} / {_e(cluster)}</h3>")
         shown = items[:MAX_FINDINGS_PER_CLUSTER]
+        seen = any(v.get("first_seen_ms") is not None for v in shown)
         rows = [[f'<span class="sev-{_e(v.get("severity"))}">{_e(v.get("severity"))}</span>', v.get("check"),
-                 v.get("subject"), v.get("entry_count"), v.get("message")] for v in shown]
-        out.append(_table(["severity", "check", "subject", "entries", "message"], rows, frozenset({0})))
+                 v.get("subject"), v.get("entry_count"), v.get("message")]
+                + ([_day(v.get("first_seen_ms"))] if seen else []) for v in shown]
+        out.append(_table(["severity", "check", "subject", "entries", "message"] + (["first seen"] if seen else []),
+                          rows, frozenset({0})))
         if len(items) > len(shown):
             out.append(f'<p class="muted">{len(items) - len(shown)} more in findings/violations.</p>')
     return "\n".join(out)

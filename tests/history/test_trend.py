@@ -35,3 +35,23 @@ def test_the_report_plots_each_metric():
     row = page.split('<tr id="history-replaudit_findings">')[1].split("</tr>")[0]
     assert "<td>2</td><td>1</td><td>3</td>" in row
     assert row.count("<polyline") == 1 and 'points="0.0,56.0 160.0,4.0 320.0,30.0"' in row
+
+
+def test_findings_show_when_they_were_first_seen(tmp_path):
+    from audit.alerts.lifecycle import fingerprint
+    from audit.report.build import build_run_report
+    from tests.report.systems import SYSTEMS, staged, write_table
+
+    old = {"run_id": "r", "system": "bookkeeper", "cluster": "bk-a", "check": "bk.entries_lost",
+           "severity": "critical", "subject": "ledger 1", "entry_count": 2, "message": "m", "evidence": "{}"}
+    new = {**old, "subject": "ledger 2"}
+    root = tmp_path / "attempt"
+    staged(root)
+    write_table(root, "findings/violations", [old, new])
+    seen = {fingerprint("bookkeeper", "bk-a", "bk.entries_lost", "ledger 1"): 1_700_000_000_000}
+    summary = build_run_report(root, estate="lab", run_id="r", attempt_id="a", report_prefix="file:///x/",
+                               systems=SYSTEMS, at_ms=1_790_000_000_000, first_seen=seen)
+    assert summary["findings_new"] == 1
+    page = (root / "reports" / "report.html").read_text()
+    assert "<th>first seen</th>" in page
+    assert "2023-11-14 22:13 UTC" in page and "2026-09-21 14:13 UTC" in page
