@@ -7,6 +7,7 @@ is docs/adding-a-system.md. Heavy imports (Spark, GX, a system's lab) happen ins
 the record is cheap."""
 from __future__ import annotations
 
+import fnmatch
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +86,45 @@ class ImportKind:
 
 
 @dataclass(frozen=True)
+class Scope:
+    """What an on-demand incident check asks for (docs/incident.md). `systems` / `clusters`: the estate narrowed
+    before anything runs (empty: all). `subjects`: fnmatch patterns on each system's subject names (a ledger id,
+    a topic, a topic-partition; empty: everything); a system's collector skips what no pattern wants.
+    `window_ms`: only the last window of time where a system can tell (e.g. a dump window). `deep`: full
+    dumps and segment headers, where a system makes them optional."""
+
+    systems: tuple[str, ...] = ()
+    clusters: tuple[str, ...] = ()
+    subjects: tuple[str, ...] = ()
+    window_ms: int | None = None
+    deep: bool = False
+
+    def wants(self, subject: str) -> bool:
+        return not self.subjects or any(fnmatch.fnmatchcase(subject, p) for p in self.subjects)
+
+    def wants_any(self, *names: str) -> bool:
+        """A subject known by several names (e.g. a topic and its topic-partition): wanted when any is."""
+        return not self.subjects or any(self.wants(n) for n in names)
+
+    @property
+    def everything(self) -> bool:
+        return not (self.systems or self.clusters or self.subjects or self.window_ms)
+
+    def to_json(self) -> dict:
+        return {"systems": list(self.systems), "clusters": list(self.clusters), "subjects": list(self.subjects),
+                "window_ms": self.window_ms, "deep": self.deep}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any] | None) -> "Scope":
+        doc = doc or {}
+        return cls(tuple(doc.get("systems") or ()), tuple(doc.get("clusters") or ()),
+                   tuple(doc.get("subjects") or ()), doc.get("window_ms"), bool(doc.get("deep")))
+
+
+EVERYTHING = Scope()
+
+
+@dataclass(frozen=True)
 class CollectRequest:
     """What a system's `collect` gets: one validated cluster of the estate, where to put its raw evidence,
     the secret resolver, the run's reference time and the estate's thresholds (for a lab's ground truth)."""
@@ -94,6 +134,7 @@ class CollectRequest:
     secrets: Any              # audit.config.secrets.SecretResolver
     as_of_ms: int
     thresholds: Any           # the estate's thresholds (every system's fields)
+    scope: Scope = EVERYTHING
 
 
 @dataclass(frozen=True)
@@ -118,6 +159,7 @@ class AuditRequest:
     as_of_ms: int | None
     thresholds: Any
     clusters: tuple = ()   # the estate's clusters of this system (its validated models): what the estate declares
+    scope: Scope = EVERYTHING
 
 
 @dataclass(frozen=True)
@@ -186,3 +228,6 @@ class System:
     # -> {cluster: CollectionReport}; None: the system's evidence does not move (nothing to reread)
     reread: Callable[[RereadRequest], Mapping[str, Any]] | None = None
     docs: str = ""                            # where its documentation starts
+    # what an incident check's subject patterns match in this system (e.g. "topic"); None: its collector cannot
+    # narrow to subjects, and a check with subjects refuses it (ask for its clusters instead)
+    subject: str | None = None

@@ -28,6 +28,7 @@ class RunContext:
     attempt_id: str
     as_of_ms: int
     extra: dict = field(default_factory=dict)
+    scope: dict = field(default_factory=dict)   # an incident check's Scope (to_json); {}: the whole estate
 
     # -- reconstruction across Airflow tasks -------------------------------------------------
     def to_xcom(self) -> dict:
@@ -67,11 +68,27 @@ class RunContext:
 
         return LocalStaging(self.writer, label=label)
 
+    @property
+    def scoped(self):
+        from audit.contracts import Scope
+
+        return Scope.from_json(self.scope)
+
+    @property
+    def incident(self) -> bool:
+        return bool(self.scope)
+
     def systems(self) -> list:
-        """The systems the estate declares, in registry order."""
+        """The systems the estate declares (those the scope asks for), in registry order."""
         from audit import systems
 
-        return systems.declared(self.estate)
+        wanted = self.scoped.systems
+        return [s for s in systems.declared(self.estate) if not wanted or s.name in wanted]
+
+    def clusters(self, system: str) -> list:
+        """The estate's clusters of `system` (those the scope asks for)."""
+        wanted = self.scoped.clusters
+        return [c for c in self.estate.clusters(system) if not wanted or c.name in wanted]
 
     def spark(self):
         from audit.sparkutil.session import get_spark
@@ -79,17 +96,53 @@ class RunContext:
         return get_spark(master=self.estate.spark.master, conf=dict(self.estate.spark.conf))
 
 
-def start_run(estate_file: str, run_id: str | None = None, as_of_ms: int | None = None) -> RunContext:
+INCIDENT_PREFIX = "incident__"
+
+
+class ScopeError(ValueError):
+    """An incident check asked for something the estate cannot give: `field` names what, `expected` what can be."""
+
+    def __init__(self, field: str, got: str, expected: str):
+        if field == "subjects":
+            super().__init__(f"scope: subjects: {got!r}: expected {expected}")
+        else:
+            super().__init__(f"scope: {field}: {got!r} is not in the estate; expected one of {expected}")
+
+
+def start_run(estate_file: str, run_id: str | None = None, as_of_ms: int | None = None,
+              scope=None) -> RunContext:
+    """`scope`: an audit.contracts.Scope for an incident check (its run id starts with "incident__")."""
+    from audit import systems
     from audit.config.estate import load_estate
     from audit.store.run import new_attempt_id
 
-    load_estate(estate_file)  # fail fast, naming the field, before anything is written
+    estate = load_estate(estate_file)  # fail fast, naming the field, before anything is written
+    doc = {}
+    if scope is not None:
+        declared = [s.name for s in systems.declared(estate)]
+        for name in scope.systems:
+            if name not in declared:
+                raise ScopeError("systems", name, ", ".join(declared) or "(none declared)")
+        names = [c.name for s in declared for c in estate.clusters(s)
+                 if not scope.systems or s in scope.systems]
+        for name in scope.clusters:
+            if name not in names:
+                raise ScopeError("clusters", name, ", ".join(names) or "(none)")
+        if scope.subjects:
+            asked = [s for s in systems.declared(estate) if not scope.systems or s.name in scope.systems]
+            blind = [s.name for s in asked if s.subject is None]
+            if blind:
+                raise ScopeError("subjects", ", ".join(scope.subjects),
+                                 f"a scope whose systems narrow to subjects: {', '.join(blind)} cannot yet (ask "
+                                 f"for its clusters, or --system {' / '.join(s.name for s in asked if s.subject)})")
+        doc = scope.to_json()
+        run_id = run_id or INCIDENT_PREFIX + new_run_id()
     return RunContext(str(Path(estate_file).resolve()), run_id or new_run_id(), new_attempt_id(),
-                      as_of_ms if as_of_ms is not None else now_ms())
+                      as_of_ms if as_of_ms is not None else now_ms(), scope=doc)
 
 
 def list_clusters(ctx: RunContext) -> list[dict]:
-    return [{"system": s.name, "name": c.name} for s in ctx.systems() for c in ctx.estate.clusters(s.name)]
+    return [{"system": s.name, "name": c.name} for s in ctx.systems() for c in ctx.clusters(s.name)]
 
 
 def list_systems(ctx: RunContext) -> list[str]:
@@ -111,7 +164,7 @@ def collect_cluster(ctx: RunContext, system: str, name: str) -> dict:
         sink = DirSink(raw_dir)
         try:
             report, truth = systems.get(system).collect(
-                CollectRequest(cluster, sink, ctx.secrets, ctx.as_of_ms, ctx.estate.thresholds))
+                CollectRequest(cluster, sink, ctx.secrets, ctx.as_of_ms, ctx.estate.thresholds, ctx.scoped))
             if truth is not None:
                 (st.dir("raw", "_lab", name) / "ground_truth.json").write_text(
                     json.dumps({"system": system, **truth}, indent=1, sort_keys=True))
@@ -143,7 +196,7 @@ def reread(ctx: RunContext, system: str) -> dict:
     from audit.contracts import RereadRequest
 
     s = systems.get(system)
-    clusters = tuple(ctx.estate.clusters(system))
+    clusters = tuple(ctx.clusters(system))
     if s.reread is None or not clusters:
         return {}
     if all(ctx.store.exists(ctx.writer.key("raw", system, c.name, REREAD_KEY)) for c in clusters):
@@ -208,7 +261,8 @@ def audit(ctx: RunContext, system: str | None = None) -> dict:
     for s in _systems(ctx, system):
         result.update(_job(ctx, "audit", s, lambda st, s=s: run_stage(
             ctx.spark(), s.name, "audit", str(st.fetch("tables")), str(st.root), run_id=ctx.run_id,
-            as_of_ms=ctx.as_of_ms, thresholds=ctx.estate.thresholds, clusters=ctx.estate.clusters(s.name))))
+            as_of_ms=ctx.as_of_ms, thresholds=ctx.estate.thresholds, clusters=ctx.clusters(s.name),
+            scope=ctx.scoped)))
     return result
 
 
@@ -259,7 +313,7 @@ def report(ctx: RunContext) -> dict:
         summary = build_run_report(st.root, estate=ctx.estate.name, run_id=ctx.run_id,
                                    attempt_id=ctx.attempt_id, report_prefix=report_prefix,
                                    systems=ctx.systems(), estate_config=ctx.estate, history=_history(ctx),
-                                   at_ms=ctx.as_of_ms, first_seen=_first_seen(ctx))
+                                   at_ms=ctx.as_of_ms, first_seen=_first_seen(ctx), incident=_incident(ctx))
     ctx.writer.publish(summary)
     return summary
 
@@ -274,6 +328,17 @@ def _history(ctx: RunContext) -> list:
     except ValueError:
         log.exception("metrics history unreadable: the report plots tonight only")
         return []
+
+
+def _incident(ctx: RunContext) -> dict | None:
+    """An incident check's scope for the report: what was asked and the estate's clusters left out."""
+    if not ctx.incident:
+        return None
+    from audit import systems
+
+    asked = {(s.name, c.name) for s in ctx.systems() for c in ctx.clusters(s.name)}
+    every = [(s.name, c.name) for s in systems.declared(ctx.estate) for c in ctx.estate.clusters(s.name)]
+    return {**ctx.scope, "not_asked": [f"{s}/{c}" for s, c in every if (s, c) not in asked]}
 
 
 def _first_seen(ctx: RunContext) -> dict:
@@ -300,9 +365,9 @@ def alert(ctx: RunContext) -> dict:
 
 
 def run_all(estate_file: str, run_id: str | None = None, from_raw: str | None = None,
-            as_of_ms: int | None = None) -> dict:
-    """The whole pipeline in this process (what `replaudit run` does)."""
-    ctx = start_run(estate_file, run_id, as_of_ms)
+            as_of_ms: int | None = None, scope=None) -> dict:
+    """The whole pipeline in this process (what `replaudit run` does; with `scope`, `replaudit check`)."""
+    ctx = start_run(estate_file, run_id, as_of_ms, scope)
     if from_raw:
         copy_raw_from(ctx, from_raw)
     else:

@@ -48,17 +48,18 @@ def estate_clusters(estate_file: str | None, system: str) -> tuple:
 
 
 def run_stage(spark, system: str, stage: str, input_dir: str, output_dir: str, *, run_id: str = "",
-              as_of_ms: int | None = None, thresholds=None, clusters: tuple = ()) -> dict:
+              as_of_ms: int | None = None, thresholds=None, clusters: tuple = (), scope=None) -> dict:
     """One stage of one registered system; returns the job's counts. `clusters`: the estate's clusters of the
     system (what the estate declares about them, e.g. a broker version)."""
     from audit import systems
-    from audit.contracts import AuditRequest
+    from audit.contracts import EVERYTHING, AuditRequest
 
     sys_ = systems.get(system)
     if stage == "normalize":
         return sys_.normalize(spark, input_dir, output_dir)
     if stage == "audit":
-        return sys_.audit(spark, input_dir, output_dir, AuditRequest(run_id, as_of_ms, thresholds, tuple(clusters)))
+        return sys_.audit(spark, input_dir, output_dir, AuditRequest(run_id, as_of_ms, thresholds, tuple(clusters),
+                                                                     scope or EVERYTHING))
     raise ValueError(f"stage {stage!r}: expected one of {', '.join(STAGES)}")
 
 

@@ -66,6 +66,26 @@ def cmd_run(args) -> int:
     return exit_code(summary)
 
 
+def cmd_check(args) -> int:
+    """An incident check: a run like any other, scoped and marked as an incident run."""
+    from audit import pipeline
+    from audit.config.durations import parse_duration
+    from audit.contracts import Scope
+
+    _load(args.estate)
+    try:
+        window_ms = None if not args.window else parse_duration(args.window) * 1000
+    except ValueError as exc:
+        raise UsageError(f"--window {args.window!r}: {exc}") from None
+    scope = Scope(tuple(args.system), tuple(args.cluster), tuple(args.subject), window_ms, args.deep)
+    try:
+        summary = pipeline.run_all(args.estate, run_id=args.run_id, scope=scope)
+    except pipeline.ScopeError as exc:
+        raise UsageError(str(exc)) from None
+    _print_summary(summary, args.json)
+    return exit_code(summary)
+
+
 def cmd_demo(args) -> int:
     """The lab estate end to end; exit 0 when detection equals the lab's ground truth exactly."""
     from audit import pipeline

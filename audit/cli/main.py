@@ -64,6 +64,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not collect: audit the raw evidence of this published run (e.g. after `import`)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
+    p = sub.add_parser("check", help="an on-demand incident check: only the systems, clusters and subjects asked "
+                                     "(docs/incident.md)")
+    _estate_arg(p)
+    p.add_argument("--system", action="append", default=[], help="only this system (repeatable)")
+    p.add_argument("--cluster", action="append", default=[], help="only this cluster (repeatable)")
+    p.add_argument("--subject", action="append", default=[], metavar="PATTERN",
+                   help="only subjects matching this glob: a ledger id, a topic, a topic-partition (repeatable)")
+    p.add_argument("--window", help="only the last DURATION where a system can tell time (e.g. 6h)")
+    p.add_argument("--deep", action="store_true", help="full dumps and segment headers")
+    p.add_argument("--run-id", help="run id (default: incident__<now, UTC>)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
     p = sub.add_parser("inspect", help="decode one native payload file to JSON on stdout")
     p.add_argument("file", type=Path)
 

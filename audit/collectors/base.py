@@ -12,7 +12,7 @@ import threading
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, runtime_checkable
 
 from audit.formats.errors import PayloadError
 
@@ -25,6 +25,26 @@ class RawSink(Protocol):
     """Stores raw payloads under `raw/<system>/<cluster>/<relative_key>`."""
 
     def put(self, relative_key: str, data: bytes) -> None: ...
+
+
+class ScopedSink:
+    """A RawSink keeping only the evidence an incident check asked for: `subject_of(key)` names the subject a key
+    belongs to (None: evidence of the whole cluster, always kept); keys of subjects no pattern wants are not
+    stored, and counted in `dropped`."""
+
+    def __init__(self, sink: RawSink, subject_of: Callable[[str], "str | tuple[str, ...] | None"], scope: Any):
+        self.sink, self.subject_of, self.scope, self.dropped = sink, subject_of, scope, 0
+
+    def put(self, relative_key: str, data: bytes) -> None:
+        subject = self.subject_of(relative_key)
+        names = (subject,) if isinstance(subject, str) else subject
+        if names is None or self.scope.wants_any(*names):
+            self.sink.put(relative_key, data)
+        else:
+            self.dropped += 1
+
+    def __getattr__(self, name: str):      # exists(), keys() ... of the wrapped sink
+        return getattr(self.sink, name)
 
 
 @dataclass(frozen=True)

@@ -130,13 +130,15 @@ def plan_summary(system: str, plan: dict) -> dict[str, Any]:
 
 def build_run_report(root: Path, *, estate: str, run_id: str, attempt_id: str, report_prefix: str,
                      systems: Sequence[System], estate_config: Any = None, history: Sequence | None = None,
-                     at_ms: int | None = None, first_seen: Mapping[str, int] | None = None) -> dict:
+                     at_ms: int | None = None, first_seen: Mapping[str, int] | None = None,
+                     incident: Mapping[str, Any] | None = None) -> dict:
     """`root`: the staged attempt folder. `estate`: the estate's name. `systems`: the declared systems, in order.
     `estate_config`: the loaded estate, handed to the systems as RunOutputs.estate (e.g. their clusters' admin URLs).
     `history`: the earlier runs' metrics (audit.history.store.recent), plotted with tonight's (summary["history"]).
     `first_seen`: fingerprint -> first seen (ms) of the findings still firing after the previous run (its alert
     state): each finding shows when it was first seen (tonight when unknown) and summary["findings_new"] counts
-    tonight's new ones."""
+    tonight's new ones. `incident`: an incident check's scope (audit.contracts.Scope.to_json() plus "not_asked"):
+    the run is marked `kind: incident` and the report says what it covered."""
     root = Path(root)
     violations = read_rows(root / "findings" / "violations")
     outputs = RunOutputs(root=root, violations=violations, estate=estate_config)
@@ -144,7 +146,10 @@ def build_run_report(root: Path, *, estate: str, run_id: str, attempt_id: str, r
     validation = json.loads(validation_file.read_text()) if validation_file.exists() else None
     truth = _ground_truth(root)
     run_meta = {"estate": estate, "run_id": run_id, "attempt_id": attempt_id,
-                "report_location": report_prefix + "report.html", "report_prefix": report_prefix}
+                "report_location": report_prefix + "report.html", "report_prefix": report_prefix,
+                "kind": "incident" if incident else "nightly"}
+    if incident:
+        run_meta["scope"] = dict(incident)
     gaps = _coverage(root) + [g for s in systems if s.report.coverage for g in s.report.coverage(outputs)]
     summary = build_summary(run_meta, violations, gaps, validation, truth or None, systems=systems, outputs=outputs)
     planned = repair_plans(systems, outputs)

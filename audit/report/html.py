@@ -47,6 +47,9 @@ def render_html(summary: Mapping[str, Any], violations: list[Mapping[str, Any]],
              f"<style>{STYLE}</style></head><body>",
              f"<h1>{_e(title)}</h1>",
              f"<p>Status: <span class=\"status {_e(status)}\" id=\"status\">{_e(status)}</span></p>"]
+    run = summary.get("run") or {}
+    if run.get("kind") == "incident":
+        parts.append(_scope_section(run.get("scope") or {}))
     parts.append(_counts_section(summary))
     parts.append(_findings_section(violations))
     parts.append(_gaps_section(summary.get("coverage_gaps") or []))
@@ -72,6 +75,20 @@ def _counts_section(summary: Mapping[str, Any]) -> str:
     if counts.get("by_check"):
         out.append(_table(["check", "findings"], counts["by_check"].items()))
     return "\n".join(out)
+
+
+def _scope_section(scope: Mapping[str, Any]) -> str:
+    """An incident check: exactly what it was asked to cover, and what of the estate it left out."""
+    def listed(key: str, everything: str) -> str:
+        return _e(", ".join(map(str, scope.get(key) or ())) or everything)
+
+    window = scope.get("window_ms")
+    rows = [["systems", listed("systems", "all declared")], ["clusters", listed("clusters", "all of them")],
+            ["subjects", listed("subjects", "everything")],
+            ["window", _e(f"the last {window // 1000} s" if window else "none")],
+            ["deep", _e("yes" if scope.get("deep") else "no")],
+            ["not covered (not asked)", listed("not_asked", "nothing")]]
+    return '<h2 id="incident">Incident check</h2>' + _table(["scope", "value"], rows, frozenset({1}))
 
 
 def _day(ms: Any) -> str:

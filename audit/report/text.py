@@ -15,6 +15,12 @@ def render_text(summary: Mapping[str, Any], systems: Sequence[System] | None = N
 
         systems = all_systems()
     lines = [f"replaudit: estate {summary.get('estate')} run {summary.get('run_id')}: {summary.get('status')}"]
+    run = summary.get("run") or {}
+    if run.get("kind") == "incident":
+        scope = run.get("scope") or {}
+        lines.append("  incident check: " + "; ".join(
+            f"{k} {', '.join(map(str, scope.get(k) or ())) or 'all'}" for k in ("systems", "clusters", "subjects"))
+            + (f"; not asked: {', '.join(scope['not_asked'])}" if scope.get("not_asked") else ""))
     counts = summary.get("counts") or {}
     for sev, n in sorted((counts.get("by_severity") or {}).items()):
         lines.append(f"  {sev:<9} {n}")

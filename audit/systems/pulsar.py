@@ -11,17 +11,46 @@ from audit.report.sections.pulsar import SECTION
 NAME = "pulsar"
 
 
+def topic_of_key(key: str) -> tuple[str, ...] | None:
+    """The topic a raw key belongs to (`topics/<tenant>/<namespace>/<local>/...`), as its full name and, for a
+    partition, its partitioned topic's too; None for keys of the whole cluster."""
+    if not key.startswith("topics/"):
+        return None
+    parts = key.split("/")
+    if len(parts) < 5:
+        return None
+    full = f"persistent://{parts[1]}/{parts[2]}/{parts[3]}"
+    parent = full.rsplit("-partition-", 1)[0]
+    return (full, parent) if parent != full else (full,)
+
+
 def collect(req: CollectRequest):
-    """The lab (source: lab) or the admin REST collector (source: admin)."""
+    """The lab (source: lab) or the admin REST collector (source: admin). An incident check's subjects are topic
+    patterns (`persistent://tenant/ns/topic*`): the admin collector reads only the topics they match, the lab
+    stores only those and its ground truth speaks only of them."""
+    scoped = bool(req.scope.subjects)
     if req.cluster.source == "lab":
+        from audit.collectors.base import ScopedSink
         from audit.lab.pulsar.runner import collect as collect_lab
 
         # the estate's thresholds (backlog, snapshot age, message TTL, redelivery tolerance): the ground truth
         # judges by the ones the audit applies
-        return collect_lab(req.cluster, req.sink, req.secrets, req.as_of_ms, req.thresholds)
+        sink = ScopedSink(req.sink, topic_of_key, req.scope) if scoped else req.sink
+        report, truth = collect_lab(req.cluster, sink, req.secrets, req.as_of_ms, req.thresholds)
+        return report, (_scoped_truth(truth, req.scope) if scoped else truth)
     from audit.collectors.pulsar.collector import PulsarCollector
 
-    return PulsarCollector().collect(req.cluster, req.sink, req.secrets), None
+    return PulsarCollector(scope=req.scope).collect(req.cluster, req.sink, req.secrets), None
+
+
+def _scoped_truth(truth: dict, scope) -> dict:
+    """The lab's ground truth of the topics asked for only (what the scoped collection can speak for)."""
+    def wanted(item: dict) -> bool:
+        topic = item.get("topic")
+        return topic is None or scope.wants_any(topic, topic.rsplit("-partition-", 1)[0])
+
+    return {**truth, **{k: [i for i in truth[k] if wanted(i)] for k in ("findings", "failover")
+                        if isinstance(truth.get(k), list)}}
 
 
 def reread(req: RereadRequest) -> dict:
@@ -59,6 +88,7 @@ SYSTEM = System(
     validate_tables={"pulsar_failover": ("metrics", "pulsar_failover")},
     plan_repairs=lazy("audit.repair.pulsar:plan_run"),
     reread=reread,
-    benches=("bench.pulsar.bench_failover",),
+    benches=("bench.pulsar.bench_failover", "bench.pulsar.bench_incident"),
     docs="docs/pulsar/",
+    subject="topic (persistent://tenant/namespace/topic; a partitioned topic's name matches its partitions)",
 )

@@ -87,13 +87,14 @@ class PulsarCollector(Collector):
 
     def __init__(self, *, sleep: Callable[[float], None] = time.sleep, retry_attempts: int = 5,
                  retry_base_delay_s: float = 0.5, reader: ReaderSource | None = None, progress_every: int = 10,
-                 now_ms: Callable[[], int] = wall_ms):
+                 now_ms: Callable[[], int] = wall_ms, scope: Any = None):
         """`sleep` and the retry knobs shape the backoff for moving topics (tests pass a no-op sleep).
         `reader` replaces the admin endpoint for data messages (reader.py); without it, `dump.mode: reader`
         builds a pulsar-client Reader from the cluster's `service_url`. `now_ms` is the clock of the read instants
         (tests pass a counter). `cluster` is the estate's validated PulsarCluster: its values are not checked
         again here."""
         self._retry = RetryPolicy(attempts=retry_attempts, base_delay_s=retry_base_delay_s, sleep=sleep)
+        self._scope = scope         # an incident check's audit.contracts.Scope: only the topics it wants
         self._reader = reader
         self._progress_every = progress_every
         self._now_ms = now_ms
@@ -110,6 +111,9 @@ class PulsarCollector(Collector):
         try:
             _broker_version(client, sink, report)
             topics = discover_topics(client, cluster.namespaces, cluster.topics, report)
+            if self._scope is not None and self._scope.subjects:
+                topics = [t for t in topics if self._scope.wants_any(t.full, t.full.rsplit("-partition-", 1)[0])]
+                report.count("topics_in_scope", len(topics))
             for topic in topics:
                 if client.unauthorized is not None:
                     break
