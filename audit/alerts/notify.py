@@ -95,8 +95,7 @@ def alert_run(store: Any, estate: Any, run_id: str, at_ms: int, summary: Mapping
               senders: Mapping[str, Callable[..., Any]] = SENDERS) -> dict:
     """{"notices": {kind: count}, "routes": [delivery results], "previous_run", "state" (its key), "problems"}."""
     name = estate.name
-    done = already_alerted(store, name, run_id)
-    if done is not None:
+    if already_alerted(store, name, run_id):
         log.info("alerts of run %s were sent already: nothing sent again", run_id)
         return {"notices": {}, "routes": [], "previous_run": None, "state": None, "already_sent": True}
     problems = []

@@ -1,7 +1,8 @@
 """What the alert lifecycle remembers between runs, in the object store: one JSON object per run,
-`<estate>/alerts/<run_id>.json` = {"format", "run_id", "at_ms", "tracked": [...], "notices": [...],
-"deliveries": [...]}, written once and never replaced (a retried alert task of the same run finds it and sends
-nothing again). The previous state is the newest other run's file by `at_ms`."""
+`<estate>/alerts/<at_ms, 13 digits>__<run_id>.json` = {"format", "run_id", "at_ms", "tracked": [...],
+"notices": [...], "deliveries": [...]}, written once and never replaced (a retried alert task of the same run finds
+it and sends nothing again). The previous state is the newest other run's file by `at_ms`, which its key names:
+one listing and one read, however long the history."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ from typing import Any, Mapping
 
 from audit.alerts.lifecycle import Notice, Signal, Tracked
 from audit.store.base import ObjectStore
-from audit.store.run import run_prefix
+from audit.store.run import estate_prefix, run_prefix
 
 FORMAT = "replaudit.alert-state/1"
 
@@ -21,41 +22,44 @@ class AlertStateError(ValueError):
 
 
 def _prefix(estate: str) -> str:
-    return run_prefix(estate, "x").split("/runs/")[0] + "/alerts/"
+    return estate_prefix(estate) + "alerts/"
 
 
-def state_key(estate: str, run_id: str) -> str:
+def state_key(estate: str, run_id: str, at_ms: int) -> str:
     run_prefix(estate, run_id)           # the same name rules as the run's own keys
-    return f"{_prefix(estate)}{run_id}.json"
+    return f"{_prefix(estate)}{at_ms:013d}__{run_id}.json"
 
 
-def already_alerted(store: ObjectStore, estate: str, run_id: str) -> dict | None:
-    """This run's stored state when its alerts were already sent (an Airflow retry of the task), else None."""
-    key = state_key(estate, run_id)
-    return json.loads(store.get(key)) if store.exists(key) else None
+def _stored(store: ObjectStore, estate: str) -> list[tuple[int, str, str]]:
+    """(at_ms, run_id, key) of every stored state, from the keys alone."""
+    out = []
+    for key in store.list(_prefix(estate)):
+        at, sep, run_id = key.rsplit("/", 1)[-1].removesuffix(".json").partition("__")
+        if sep and at.isdigit() and key.endswith(".json"):
+            out.append((int(at), run_id, key))
+    return out
+
+
+def already_alerted(store: ObjectStore, estate: str, run_id: str) -> bool:
+    """True when this run's alerts were already sent (an Airflow retry of the task)."""
+    return any(r == run_id for _, r, _ in _stored(store, estate))
 
 
 def previous_state(store: ObjectStore, estate: str, run_id: str) -> tuple[dict[str, Tracked], str | None]:
     """(firing signals by fingerprint after the newest other run, that run's id); empty when there is none. A file
     that does not parse raises AlertStateError naming its key and field."""
-    best: tuple[int, str, dict] | None = None
-    this = state_key(estate, run_id)
-    for key in store.list(_prefix(estate)):
-        if key == this or not key.endswith(".json"):
-            continue
-        doc = _load(key, store.get(key))
-        if best is None or (doc["at_ms"], key) > best[:2]:
-            best = (doc["at_ms"], key, doc)
-    if best is None:
+    others = [(at, key) for at, r, key in _stored(store, estate) if r != run_id]
+    if not others:
         return {}, None
-    doc = best[2]
-    return {t.signal.fingerprint: t for t in (_tracked(best[1], i, t) for i, t in enumerate(doc["tracked"]))}, \
+    key = max(others)[1]
+    doc = _load(key, store.get(key))
+    return {t.signal.fingerprint: t for t in (_tracked(key, i, t) for i, t in enumerate(doc["tracked"]))}, \
         doc["run_id"]
 
 
 def save_state(store: ObjectStore, estate: str, run_id: str, at_ms: int, state: Mapping[str, Tracked],
                notices: list[Notice], deliveries: list[dict]) -> str:
-    key = state_key(estate, run_id)
+    key = state_key(estate, run_id, at_ms)
     doc = {"format": FORMAT, "run_id": run_id, "at_ms": at_ms,
            "tracked": [asdict(t) for _, t in sorted(state.items())],
            "notices": [{"kind": n.kind, "fingerprint": n.tracked.signal.fingerprint} for n in notices],

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from audit.contracts import Gauge
 from audit.store.base import ObjectStore
-from audit.store.run import run_prefix
+from audit.store.run import estate_prefix, run_prefix
 
 SCHEMA = pa.schema([("run_id", pa.string()), ("at_ms", pa.int64()), ("metric", pa.string()),
                     ("labels", pa.string()), ("system", pa.string()), ("cluster", pa.string()),
@@ -40,7 +40,7 @@ class RunMetrics:
 
 
 def _prefix(estate: str) -> str:
-    return run_prefix(estate, "x").split("/runs/")[0] + "/history/"
+    return estate_prefix(estate) + "history/"
 
 
 def history_key(estate: str, run_id: str, at_ms: int) -> str:
@@ -66,19 +66,29 @@ def append(store: ObjectStore, estate: str, run_id: str, at_ms: int, gauges: Ite
 
 
 def recent(store: ObjectStore, estate: str, limit: int = 30, exclude: str | None = None) -> list[RunMetrics]:
-    """The newest `limit` runs' metrics (oldest first), without run `exclude`. A file that does not read as this
-    schema raises ValueError naming its key."""
-    runs: dict[str, RunMetrics] = {}
+    """The newest `limit` runs' metrics (oldest first), without run `exclude`. Only the newest days' files are read
+    (a run's day is its at_ms's, so older days hold only older runs). A file that does not read as this schema
+    raises ValueError naming its key."""
+    days: dict[str, list[str]] = {}
     for key in store.list(_prefix(estate)):
-        if not key.endswith(".parquet"):
-            continue
-        try:
-            rows = pq.read_table(io.BytesIO(store.get(key))).select(SCHEMA.names).to_pylist()
-        except (pa.ArrowException, KeyError, ValueError) as exc:
-            raise ValueError(f"{key}: expected a metrics history file with columns {SCHEMA.names}: {exc}") from None
-        for r in rows:
-            if r["run_id"] == exclude:
-                continue
-            run = runs.setdefault(r["run_id"], RunMetrics(r["run_id"], r["at_ms"], {}))
-            run.values[(r["metric"], r["labels"])] = r["value"]
+        if key.endswith(".parquet"):
+            days.setdefault(key[len(_prefix(estate)):].split("/", 1)[0], []).append(key)
+    runs: dict[str, RunMetrics] = {}
+    for day in sorted(days, reverse=True):
+        if len(runs) >= limit:
+            break
+        for key in days[day]:
+            _read(store, key, exclude, runs)
     return sorted(runs.values(), key=lambda r: (r.at_ms, r.run_id))[-limit:]
+
+
+def _read(store: ObjectStore, key: str, exclude: str | None, runs: dict[str, RunMetrics]) -> None:
+    try:
+        rows = pq.read_table(io.BytesIO(store.get(key))).select(SCHEMA.names).to_pylist()
+    except (pa.ArrowException, KeyError, ValueError) as exc:
+        raise ValueError(f"{key}: expected a metrics history file with columns {SCHEMA.names}: {exc}") from None
+    for r in rows:
+        if r["run_id"] == exclude:
+            continue
+        run = runs.setdefault(r["run_id"], RunMetrics(r["run_id"], r["at_ms"], {}))
+        run.values[(r["metric"], r["labels"])] = r["value"]

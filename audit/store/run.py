@@ -41,6 +41,11 @@ def _estate_name(estate: Any) -> str:
     return _name("estate", getattr(estate, "name", estate), ESTATE_RE)
 
 
+def estate_prefix(estate: Any) -> str:
+    """`<estate>/`: where an estate's runs, alert state and metrics history live."""
+    return f"{_estate_name(estate)}/"
+
+
 def run_prefix(estate: Any, run_id: str) -> str:
     return f"{_estate_name(estate)}/runs/{_name('run_id', run_id, RUN_ID_RE)}/"
 

@@ -62,7 +62,7 @@ def test_three_nights_fault_on_night_two_repaired_on_night_three(tmp_path, recei
     third = _night(tmp_path, estate, 3, [MINOR])
     assert third["notices"] == {"resolved": 1}
     assert _told(rx, 1) == [("resolved", "bk.entries_lost", "ledger 12")]
-    state = json.loads((tmp_path / "store" / state_key("lab", "night-3")).read_text())
+    state = json.loads((tmp_path / "store" / state_key("lab", "night-3", T0 + 3 * DAY)).read_text())
     assert [t["signal"]["subject"] for t in state["tracked"]] == ["ledger 13"]
     assert "t0k3n" not in json.dumps(state)
 
@@ -114,10 +114,11 @@ def test_unreadable_previous_state_is_named_and_everything_counts_as_new(tmp_pat
     rx = receiver_factory()
     estate = _estate(tmp_path, rx.url)
     _night(tmp_path, estate, 1, [LOST])
-    (tmp_path / "store" / state_key("lab", "night-1")).write_text('{"format": "replaudit.alert-state/1"}')
+    key = state_key("lab", "night-1", T0 + DAY)
+    (tmp_path / "store" / key).write_text('{"format": "replaudit.alert-state/1"}')
     out = _night(tmp_path, estate, 2, [LOST])
     assert out["notices"] == {"new": 1}
-    assert "lab/alerts/night-1.json: at_ms / run_id: expected an integer and a string" in out["problems"][0]
+    assert f"{key}: at_ms / run_id: expected an integer and a string" in out["problems"][0]
 
 
 def test_three_nights_at_a_real_alertmanager_by_email_and_webhooks(tmp_path, receiver_factory, alertmanager_server,
@@ -176,5 +177,5 @@ systems: {{}}
                                                             "[replaudit lab] 1 resolved (run night-4)"]
     assert smtp_server.envelopes[0] == ("replaudit@lab.example", ["oncall@example.com"])
     assert "<td>bk.entries_lost</td><td>ledger 12</td><td>5</td>" in smtp_server.html(0)
-    state = (tmp_path / "store" / state_key("lab", "night-4")).read_text()
+    state = (tmp_path / "store" / state_key("lab", "night-4", T0 + 4 * DAY)).read_text()
     assert slack.url not in state                      # the secret URL never reaches the store

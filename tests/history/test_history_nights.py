@@ -45,7 +45,7 @@ systems: {{}}
     # night 7 is the first with a run a week before (night 0: 100 -> 140, x1.4); night 8: 100 -> 151 (x1.51)
     assert told[7] == {} and told[8] == {"new": 1}
     assert told[9] == {}                                  # 105 -> 160 (x1.52): still drifting, already told
-    state = json.loads((tmp_path / "store" / state_key("lab", "night-9")).read_text())
+    state = json.loads((tmp_path / "store" / state_key("lab", "night-9", T0 + 9 * DAY)).read_text())
     (flag,) = [t["signal"] for t in state["tracked"] if t["signal"]["check"] == "drift"]
     assert flag["subject"] == ("replaudit_entries_at_risk{check=bk.entries_below_ack_quorum,cluster=bk-a,"
                                "system=bookkeeper}")
@@ -53,6 +53,9 @@ systems: {{}}
     assert "week over week" in flag["message"]
     runs = recent(store, "lab", limit=30)
     assert [r.run_id for r in runs] == [f"night-{n}" for n in range(10)]
+    # the newest runs only, from the newest days' files; a run excluded (tonight's) is never among them
+    assert [r.run_id for r in recent(store, "lab", limit=3)] == ["night-7", "night-8", "night-9"]
+    assert [r.run_id for r in recent(store, "lab", limit=2, exclude="night-9")] == ["night-7", "night-8"]
     table = spark.read.parquet(str(tmp_path / "store" / "lab" / "history"))
     rows = table.where("metric = 'replaudit_entries_at_risk'").orderBy("at_ms").collect()
     assert [int(r["value"]) for r in rows] == counts
