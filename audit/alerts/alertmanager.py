@@ -14,7 +14,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping
 
-from audit.alerts.http import SKIPPED, AlertResult, http_route, matching, post_json
+from audit.alerts.http import AlertResult, http_route, post_json, selected
 
 PATH = "/api/v2/alerts"
 
@@ -44,11 +44,9 @@ def post_alerts(route: Any, summary: Mapping[str, Any], notices: list[Mapping[st
                 **_: Any) -> AlertResult:
     """`notices`: tonight's notices (their resolved ones end now); `firing`: every signal still firing."""
     r = http_route(route)
-    resolved = [n for n in matching(notices, r.min_severity) if n.get("notice") == "resolved"]
-    rows = matching(list(firing), r.min_severity) + resolved
-    result = AlertResult(route=r.name, status=SKIPPED, matching_violations=len(rows))
+    rows, result = selected(r.name, r.min_severity,
+                            [*firing, *(n for n in notices if n.get("notice") == "resolved")])
     if not rows:
-        result.error = f"nothing firing or resolved at or above {r.min_severity}"
         return result
     now = now_ms()
     payload = [postable(summary.get("estate") or "", row, now, r.alert_ttl_s) for row in rows]

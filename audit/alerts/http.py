@@ -84,6 +84,17 @@ def selected(route_name: str, min_severity: str, rows: list[Mapping[str, Any]]) 
     return chosen, result
 
 
+def route_url(r: HttpRoute, secrets: Any) -> str:
+    """The route's URL, or the secret its `url_from` names (remembered by the resolver: redacted from every
+    message); ValueError when that secret is not an http(s) URL."""
+    if r.url:
+        return r.url
+    url = secrets.resolve(r.url_from)
+    if not url.startswith(("http://", "https://")):
+        raise ValueError("expected an http:// or https:// URL")
+    return url
+
+
 def post_json(r: HttpRoute, payload: Any, secrets: Any, result: AlertResult, *, path: str = "",
               retries: int = 3, backoff_s: float = 0.5, sleep: Callable[[float], None] = time.sleep) -> AlertResult:
     """POST `payload` as JSON to the route's URL (+ `path`), with the route's secret headers; fills `result`."""
@@ -95,17 +106,12 @@ def post_json(r: HttpRoute, payload: Any, secrets: Any, result: AlertResult, *, 
             result.status, result.error = FAILED, f"header {header}: {type(exc).__name__}: {redacted(exc, secrets)}"
             log.error("alert route %s: %s", r.name, result.error)
             return result
-    target = r.url
-    if not target:
-        try:
-            target = secrets.resolve(r.url_from)    # remembered by the resolver: redacted from every message
-        except Exception as exc:
-            result.status, result.error = FAILED, f"url_from: {type(exc).__name__}: {redacted(exc, secrets)}"
-            log.error("alert route %s: %s", r.name, result.error)
-            return result
-        if not target.startswith(("http://", "https://")):
-            result.status, result.error = FAILED, "url_from: expected an http:// or https:// URL"
-            return result
+    try:
+        target = route_url(r, secrets)
+    except Exception as exc:
+        result.status, result.error = FAILED, f"url_from: {type(exc).__name__}: {redacted(exc, secrets)}"
+        log.error("alert route %s: %s", r.name, result.error)
+        return result
     target = target.rstrip("/") + path if path else target
     body = json.dumps(payload, default=str).encode()
     for attempt in range(retries + 1):

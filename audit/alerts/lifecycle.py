@@ -1,4 +1,4 @@
-"""Which findings to tell people about tonight: pure functions, no I/O (audit/alerts/deliver.py sends, state.py keeps
+"""Which findings to tell people about tonight: pure functions, no I/O (audit/alerts/notify.py sends, state.py keeps
 what was sent).
 
 Every finding has a stable fingerprint: (system, cluster, check, subject). "Audit incomplete" is a signal of its own,

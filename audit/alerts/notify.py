@@ -15,13 +15,14 @@ from audit.alerts.pushgateway import push_metrics
 from audit.alerts.slack import post_message
 from audit.alerts.state import AlertStateError, already_alerted, previous_state, save_state
 from audit.alerts.webhook import post_violations
-from audit.contracts import SEVERITIES
+from audit.contracts import SEVERITIES, Gauge
 from audit.history import store as history
 from audit.history.drift import Bound, Rule, bounds
 from audit.history.gx_drift import DriftValidationError, violated
 from audit.history.metrics import run_gauges
 
-# route kind (audit.config.model.ROUTE_KINDS) -> sender(route, summary, notices, secrets, firing=...) -> AlertResult
+# route kind (audit.config.model.ROUTE_KINDS) -> sender(route, summary, notices, secrets, firing=..., gauges=...)
+# -> AlertResult
 SENDERS: Mapping[str, Callable[..., Any]] = {"webhook": post_violations, "alertmanager": post_alerts,
                                              "slack": post_message, "email": send_email,
                                              "pushgateway": push_metrics}
@@ -54,11 +55,10 @@ def drift_signal(d: Bound) -> Signal:
                   d.rule.severity, int(d.after), d.message)
 
 
-def drifts(store: Any, estate: Any, run_id: str, at_ms: int, summary: Mapping[str, Any],
-           violations: list[Mapping[str, Any]], problems: list[str]) -> list[Bound]:
+def drifts(store: Any, estate: Any, run_id: str, at_ms: int, gauges: list[Gauge],
+           problems: list[str]) -> list[Bound]:
     """Append tonight's metrics to the history (once per run), then judge them by the estate's drift rules: the
     bounds come from the history, GX gives the verdicts (audit/history/gx_drift.py)."""
-    gauges = run_gauges(summary, violations, time.time())
     try:
         past = history.recent(store, estate.name, HISTORY_RUNS, exclude=run_id)
     except ValueError as exc:
@@ -106,15 +106,17 @@ def alert_run(store: Any, estate: Any, run_id: str, at_ms: int, summary: Mapping
         problems.append(f"previous alert state unreadable, every signal counts as new: {exc}")
         log.error("%s", problems[-1])
     policy = Policy(estate.alerts.repeat_interval * 1000, estate.alerts.worse_factor)
-    tonight = signals(summary, violations) + [drift_signal(d) for d in drifts(store, estate, run_id, at_ms, summary,
-                                                                             violations, problems)]
+    # the run's numbers, once: the history, the drift rules and the Pushgateway all take these
+    gauges = run_gauges(summary, violations, time.time())
+    tonight = signals(summary, violations) + [drift_signal(d) for d in drifts(store, estate, run_id, at_ms, gauges,
+                                                                             problems)]
     notices, state = transition(previous, tonight, at_ms, policy)
     rows = [notice_row(n) for n in notices]
     told = {n.tracked.signal.fingerprint: n.kind for n in notices}
     firing = [_row(t, told.get(fp, "firing")) for fp, t in sorted(state.items())]
     # a route that dedupes by itself (Alertmanager) is told every night what still fires, the Pushgateway gets
     # every run's numbers; the others only changes
-    results = [senders[route.kind](route, summary, rows, secrets, firing=firing, findings=violations).to_json()
+    results = [senders[route.kind](route, summary, rows, secrets, firing=firing, gauges=gauges).to_json()
                for route in estate.alerts.routes if rows or route.kind in EVERY_RUN]
     failed = [r["route"] for r in results if not r["ok"]]
     key = None

@@ -6,12 +6,10 @@ the estate's previous group, so a finding that is gone is gone from the gateway 
 from __future__ import annotations
 
 import logging
-import time
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Mapping, Sequence
 
-from audit.alerts.http import FAILED, SENT, AlertResult, http_route, redacted
+from audit.alerts.http import FAILED, SENT, AlertResult, http_route, redacted, route_url
 from audit.contracts import Gauge
-from audit.history.metrics import run_gauges
 
 log = logging.getLogger("replaudit.alerts")
 JOB = "replaudit"
@@ -35,17 +33,16 @@ def registry_of(gauges: list[Gauge]):
 
 
 def push_metrics(route: Any, summary: Mapping[str, Any], notices: list, secrets: Any, *,
-                 findings: Iterable[Mapping[str, Any]] = (), now_s: Callable[[], float] = time.time,
-                 **_: Any) -> AlertResult:
+                 gauges: Sequence[Gauge] = (), **_: Any) -> AlertResult:
+    """`gauges`: the run's numbers (audit/history/metrics.py run_gauges), computed once by the alert stage."""
     from prometheus_client import push_to_gateway
     from prometheus_client.exposition import default_handler
 
     r = http_route(route)
     result = AlertResult(route=r.name, status=FAILED, attempts=1)
     try:
-        gauges = run_gauges(summary, findings, now_s())
         extra = [(h, secrets.resolve(ref)) for h, ref in r.headers_from.items()]
-        url = r.url or secrets.resolve(r.url_from)
+        url = route_url(r, secrets)
 
         def handler(url, method, timeout, headers, data):     # prometheus_client's handler signature
             return default_handler(url, method, timeout, list(headers) + extra, data)

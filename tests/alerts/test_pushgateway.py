@@ -6,6 +6,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from audit.alerts.pushgateway import push_metrics
 from audit.config.model import AlertRoute
 from audit.config.secrets import SecretResolver
+from audit.history.metrics import run_gauges
 from tests.prometheus import pushgateway_server  # noqa: F401  (fixture)
 
 LOST = {"system": "bookkeeper", "cluster": "bk-a", "check": "bk.entries_lost", "severity": "critical",
@@ -33,8 +34,8 @@ def test_each_run_replaces_the_estates_numbers_at_the_gateway(pushgateway_server
     secrets = SecretResolver(environ={})
     kafka = {"mm2": {"primary->dr": {"source": "primary", "target": "dr", "redelivered_min": 908,
                                      "skipped_min": 0}}}
-    first = push_metrics(route, _summary("night-1", False, kafka=kafka), [], secrets, findings=[LOST, LOST],
-                         now_s=lambda: 1_795_651_200.0 + 75)
+    summary = _summary("night-1", False, kafka=kafka)
+    first = push_metrics(route, summary, [], secrets, gauges=run_gauges(summary, [LOST, LOST], 1_795_651_200.0 + 75))
     assert first.ok and first.status == "sent"
     got = _samples(pushgateway_server)
     estate = ("estate", "lab")
@@ -48,7 +49,8 @@ def test_each_run_replaces_the_estates_numbers_at_the_gateway(pushgateway_server
     assert got[("replaudit_failover_redelivered_messages", (estate, ("source", "primary"), ("system", "kafka"),
                                                             ("target", "dr")))] == 908
     # the next night is healthy: its push replaces the estate's group, the finding is gone from the gateway
-    assert push_metrics(route, _summary("night-2", True), [], secrets, findings=[]).ok
+    summary = _summary("night-2", True)
+    assert push_metrics(route, summary, [], secrets, gauges=run_gauges(summary, [], 1_795_737_600.0)).ok
     got = _samples(pushgateway_server)
     assert not any(name == "replaudit_findings" for name, _ in got)
     assert got[("replaudit_run_complete", (estate,))] == 1
@@ -56,5 +58,6 @@ def test_each_run_replaces_the_estates_numbers_at_the_gateway(pushgateway_server
 
 def test_an_unreachable_gateway_is_a_failed_route_not_a_failed_run():
     route = AlertRoute(name="prom", kind="pushgateway", url="http://127.0.0.1:9/")
-    result = push_metrics(route, _summary("n", True), [], SecretResolver(environ={}), findings=[LOST])
+    summary = _summary("n", True)
+    result = push_metrics(route, summary, [], SecretResolver(environ={}), gauges=run_gauges(summary, [LOST], 0.0))
     assert (result.status, result.ok) == ("failed", False) and "URLError" in result.error
