@@ -2,6 +2,7 @@
 docs/pulsar/ describes it; docs/formats/pulsar.md the formats it reads."""
 from __future__ import annotations
 
+from audit.collectors.pulsar.discovery import subject_names
 from audit.collectors.pulsar.imports import KINDS
 from audit.config.pulsar import PulsarCluster, PulsarThresholds
 from audit.contracts import CollectRequest, RereadRequest, Sniffer, System, lazy, lazy_value
@@ -19,9 +20,7 @@ def topic_of_key(key: str) -> tuple[str, ...] | None:
     parts = key.split("/")
     if len(parts) < 5:
         return None
-    full = f"persistent://{parts[1]}/{parts[2]}/{parts[3]}"
-    parent = full.rsplit("-partition-", 1)[0]
-    return (full, parent) if parent != full else (full,)
+    return subject_names(f"persistent://{parts[1]}/{parts[2]}/{parts[3]}")
 
 
 def collect(req: CollectRequest):
@@ -47,7 +46,7 @@ def _scoped_truth(truth: dict, scope) -> dict:
     """The lab's ground truth of the topics asked for only (what the scoped collection can speak for)."""
     def wanted(item: dict) -> bool:
         topic = item.get("topic")
-        return topic is None or scope.wants_any(topic, topic.rsplit("-partition-", 1)[0])
+        return topic is None or scope.wants_any(*subject_names(topic))
 
     return {**truth, **{k: [i for i in truth[k] if wanted(i)] for k in ("findings", "failover")
                         if isinstance(truth.get(k), list)}}

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from audit.collectors.base import CollectionReport, Collector, CoverageGap, RawSink
 from audit.collectors.pulsar.admin_client import AdminClient, RetryPolicy, quote
-from audit.collectors.pulsar.discovery import TopicName, discover_topics
+from audit.collectors.pulsar.discovery import TopicName, discover_topics, subject_names
 from audit.collectors.pulsar.dump import DUMP_KEY, DumpSettings, TopicDump, stored, wall_ms
 from audit.collectors.pulsar.reader import PulsarClientReaderSource, ReaderSource
 from audit.collectors.pulsar.dump_window import plan_window, replicated_subscriptions
@@ -112,7 +112,7 @@ class PulsarCollector(Collector):
             _broker_version(client, sink, report)
             topics = discover_topics(client, cluster.namespaces, cluster.topics, report)
             if self._scope is not None and self._scope.subjects:
-                topics = [t for t in topics if self._scope.wants_any(t.full, t.full.rsplit("-partition-", 1)[0])]
+                topics = [t for t in topics if self._scope.wants_any(*subject_names(t.full))]
                 report.count("topics_in_scope", len(topics))
             for topic in topics:
                 if client.unauthorized is not None:

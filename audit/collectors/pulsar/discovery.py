@@ -22,6 +22,13 @@ PARTITION_SUFFIX = re.compile(r"-partition-\d+$")
 _NAME = re.compile(r"^persistent://([^/]+)/([^/]+)/([^/]+)$")
 
 
+def subject_names(full: str) -> tuple[str, ...]:
+    """What an incident check's topic patterns are matched against: the topic's full name and, for a partition
+    (`-partition-N`), its partitioned topic's too."""
+    parent = full.rsplit("-partition-", 1)[0]
+    return (full, parent) if parent != full else (full,)
+
+
 @dataclass(frozen=True, order=True)
 class TopicName:
     tenant: str
