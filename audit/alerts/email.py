@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import logging
+from collections import Counter
 from typing import Any, Mapping
 
 from audit.alerts.http import FAILED, SENT, AlertResult, redacted, selected
@@ -15,9 +16,7 @@ ROWS = 50
 
 
 def subject(summary: Mapping[str, Any], rows: list[Mapping[str, Any]]) -> str:
-    kinds: dict[str, int] = {}
-    for r in rows:
-        kinds[r.get("notice") or "?"] = kinds.get(r.get("notice") or "?", 0) + 1
+    kinds = Counter(r.get("notice") or "?" for r in rows)
     told = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     return f"[replaudit {summary.get('estate')}] {told} (run {summary.get('run_id')})"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from typing import Any, Callable, Mapping
 
 from audit.alerts.alertmanager import post_alerts
@@ -125,7 +126,4 @@ def alert_run(store: Any, estate: Any, run_id: str, at_ms: int, summary: Mapping
         log.error("%s", problems[-1])
     else:
         key = save_state(store, name, run_id, at_ms, state, notices, results)
-    counts: dict[str, int] = {}
-    for n in notices:
-        counts[n.kind] = counts.get(n.kind, 0) + 1
-    return {"notices": counts, "routes": results, "previous_run": previous_run, "state": key, "problems": problems}
+    return {"notices": dict(Counter(n.kind for n in notices)), "routes": results, "previous_run": previous_run, "state": key, "problems": problems}

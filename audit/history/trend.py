@@ -9,7 +9,8 @@ from audit.history.store import RunMetrics
 
 RUNS = 30
 # what the report plots, in this order: totals of the shared gauges, then every other metric a run recorded
-TRACKED = ("replaudit_findings", "replaudit_entries_at_risk", "replaudit_coverage_gaps", "replaudit_run_complete")
+COUNTS = ("replaudit_findings", "replaudit_entries_at_risk", "replaudit_coverage_gaps")   # absent from a run: 0
+TRACKED = (*COUNTS, "replaudit_run_complete")
 UNPLOTTED = ("replaudit_run_timestamp_seconds",)
 
 
@@ -31,6 +32,5 @@ def trends(past: Sequence[RunMetrics], tonight: Iterable[Gauge], run_id: str, at
     names = [n for n in TRACKED if any(n in x for x in totals)] + sorted(
         {n for x in totals for n in x} - set(TRACKED) - set(UNPLOTTED))
     # a count metric absent from a run was 0 there; a run before a metric existed has none (None)
-    metrics = {n: [x.get(n, 0.0 if n in ("replaudit_findings", "replaudit_entries_at_risk",
-                                          "replaudit_coverage_gaps") else None) for x in totals] for n in names}
+    metrics = {n: [x.get(n, 0.0 if n in COUNTS else None) for x in totals] for n in names}
     return {"runs": [{"run_id": r.run_id, "at_ms": r.at_ms} for r in [*chosen, now]], "metrics": metrics}

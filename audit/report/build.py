@@ -154,15 +154,14 @@ def build_run_report(root: Path, *, estate: str, run_id: str, attempt_id: str, r
     summary = build_summary(run_meta, violations, gaps, validation, truth or None, systems=systems, outputs=outputs)
     planned = repair_plans(systems, outputs)
     summary["repair_plans"] = [plan_summary(name, p) for name, (plans, _) in planned.items() for p in plans]
+    now = at_ms if at_ms is not None else int(time.time() * 1000)
     if first_seen is not None:
-        now = at_ms if at_ms is not None else int(time.time() * 1000)
         for v in violations:
             v["first_seen_ms"] = first_seen.get(fingerprint(v["system"], v["cluster"], v["check"],
                                                             str(v.get("subject") or "")), now)
         summary["findings_new"] = sum(v["first_seen_ms"] == now for v in violations)
     if history is not None:
-        summary["history"] = trends(history, run_gauges(summary, violations, time.time()), run_id,
-                                    at_ms if at_ms is not None else int(time.time() * 1000))
+        summary["history"] = trends(history, run_gauges(summary, violations, time.time()), run_id, now)
     errors = [{"system": name, "error": e.get("error")} for name, (_, errs) in planned.items() for e in errs]
     if errors:
         summary["repair_errors"] = errors
