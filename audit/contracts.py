@@ -204,6 +204,33 @@ class ReportSection:
 
 
 @dataclass(frozen=True)
+class Precheck:
+    """What a cluster shows now against what a repair plan requires (JSON-able values, no secrets)."""
+
+    holds: bool
+    observed: Any
+    expected: Any
+
+
+@dataclass(frozen=True)
+class RepairAction:
+    """One call of an approved repair (docs/repair.md). The runner calls `check()` right before `run()` and stops
+    at the first action whose check does not hold; `run()` makes the real admin call and returns its result
+    (JSON-able); `verify()`, when given, re-reads the cluster afterwards. `request` is the exact call (method,
+    URL or znode path, body) as the approver sees it and the audit log keeps it: never a secret."""
+
+    name: str                      # the domain's word: reset_cursor, mark_underreplicated, alter_group_offsets...
+    target: str                    # what it acts on (a subscription, a ledger, a group's partition)
+    request: Mapping[str, Any]
+    check: Callable[[], Precheck]
+    run: Callable[[], Mapping[str, Any]]
+    verify: Callable[[], Precheck] | None = None
+    # its check speaks of the state the call before it leaves (e.g. acks after a cursor reset): a dry run, which
+    # makes no call, does not check it
+    after_previous: bool = False
+
+
+@dataclass(frozen=True)
 class System:
     """One messaging system. Runtime names: raw/<name>/<cluster>/, findings/violations/system=<name>/,
     tables/quarantine/system=<name>/, the `system` column of findings and the estate section systems.<name>."""
@@ -222,6 +249,10 @@ class System:
     suites: Callable[[], Sequence[Any]] = lambda: ()   # audit.validate.spec.SuiteSpec
     validate_tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # GX table -> (area, folder)
     plan_repairs: Callable[[RunOutputs], tuple[list[dict], list[dict]]] | None = None  # -> (plans, errors)
+    # (a saved plan, the estate's model of its cluster, the secrets resolver) -> the plan's calls, in order; raises
+    # audit.repair.common.RepairInputError for a plan with nothing to apply (manual steps only) or a bad field.
+    # None: the system's plans are carried out by hand
+    repair_actions: Callable[[Mapping[str, Any], Any, Any], list[RepairAction]] | None = None
     benches: tuple[str, ...] = ()             # bench modules (`make bench`)
     # After every cluster is collected: read again, close together across clusters, what kept moving while they
     # were collected one after another (e.g. cursors), so the audit can tell progress between reads from a fault.

@@ -199,3 +199,9 @@ def cmd_nightly(args) -> int:
     summary = _published_summary(estate, "latest")
     _print_summary(summary, False)
     return exit_code(summary)
+
+
+def cmd_repair(args) -> int:
+    from audit.cli.repair import cmd_repair as repair
+
+    return repair(args, _load, UsageError)

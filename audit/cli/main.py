@@ -96,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     estate_sub.add_parser("schema", help="print the JSON Schema of estate files (every registered system's section)")
     q = estate_sub.add_parser("check", help="validate one estate file: its clusters (exit 0) or the error (exit 2)")
     q.add_argument("file", type=Path)
+
+    from audit.cli.repair import add_parser as add_repair_parser
+
+    add_repair_parser(sub, _estate_arg)
     return ap
 
 

@@ -1,7 +1,7 @@
 """Load and validate an estate YAML file (every key is documented in docs/estate.md).
 
 The file's model is composed from the registry (audit.systems) each time the registry changes:
-- the shared blocks `estate`, `store`, `spark`, `alerts` (audit/config/model.py);
+- the shared blocks `estate`, `store`, `spark`, `alerts`, `repairs` (audit/config/model.py);
 - `systems:`, one optional list per registered system, each entry validated by that system's `cluster_model`;
   names are unique within a list and across lists, and a cluster model may add rules over its whole list with a
   classmethod `check_section(clusters)` raising audit.config.values.rule_error;
@@ -22,8 +22,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from audit.config.errors import EstateError, estate_error
 from audit.config.home import project_home
-from audit.config.model import (DEFAULT_STORE_URI, Alerts, AlertRoute, Estate, SecretRef, SparkConfig, StoreConfig,
-                                StoreCredentials, Timeouts)
+from audit.config.model import (DEFAULT_STORE_URI, Alerts, AlertRoute, Estate, Repairs, SecretRef, SparkConfig,
+                                StoreConfig, StoreCredentials, Timeouts)
 from audit.config.values import Name, fields_of, listing, read_mapping, rule_error, unique_names
 
 __all__ = [
@@ -61,7 +61,7 @@ def parse_estate(text: str, path: str | Path = "<estate>", home: str | Path | No
     _stamp_secret_refs(parsed, "")
     systems = parsed.systems
     return Estate(name=parsed.estate, path=path, home=home, store=parsed.store, spark=parsed.spark,
-                  thresholds=parsed.thresholds, alerts=parsed.alerts,
+                  thresholds=parsed.thresholds, alerts=parsed.alerts, repairs=parsed.repairs,
                   systems={name: getattr(systems, name) for name in type(systems).model_fields})
 
 
@@ -149,6 +149,7 @@ def _compose(sections: tuple) -> type[BaseModel]:
         spark=(SparkConfig, Field(default={}, validate_default=True)),
         thresholds=(_thresholds(sections), Field(default={}, validate_default=True)),
         alerts=(Alerts, Field(default={}, validate_default=True)),
+        repairs=(Repairs, Field(default={}, validate_default=True)),
         systems=(systems, Field(description="one list of clusters per system")),
     )
 

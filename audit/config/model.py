@@ -299,6 +299,13 @@ class Alerts(Record):
     drift: listing(DriftRule, "drift rules") = ()     # each run against the metrics history (docs/alerts.md)
 
 
+@record
+class Repairs(Record):
+    # an approved repair acts on what the audit saw: a plan older than this is refused (docs/repair.md), since its
+    # preconditions describe a cluster that has kept moving
+    max_plan_age: Duration = 24 * 3600
+
+
 # -- shared by the systems' cluster models ----------------------------------------------------------------------
 @record
 class Timeouts(Record):
@@ -326,6 +333,7 @@ class Estate:
     spark: SparkConfig = Field(default_factory=SparkConfig)
     thresholds: Any = None  # every registered system's thresholds, as attributes (audit.config.estate)
     alerts: Alerts = Field(default_factory=Alerts)
+    repairs: Repairs = Field(default_factory=Repairs)
     systems: Mapping[str, tuple[Any, ...]] = Field(default_factory=dict)
 
     def clusters(self, system: str) -> tuple[Any, ...]:

@@ -37,6 +37,7 @@ SYSTEM = System(
     suites=lazy_value("audit.validate.suites.bookkeeper:SUITES"),
     validate_tables={"bk_ledger_replicas": ("metrics", "bk_ledger_replicas")},
     plan_repairs=lazy("audit.repair.bookkeeper:plan_run"),
+    repair_actions=lazy("audit.repair.apply.bookkeeper:actions"),
     benches=("bench.bookkeeper.bench_replicas", "bench.bookkeeper.bench_zk_collector",
              "bench.bookkeeper.bench_location_index", "bench.bookkeeper.bench_read_probe"),
     docs="docs/bookkeeper/",

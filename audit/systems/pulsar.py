@@ -86,6 +86,7 @@ SYSTEM = System(
     suites=lazy_value("audit.validate.suites.pulsar:SUITES"),
     validate_tables={"pulsar_failover": ("metrics", "pulsar_failover")},
     plan_repairs=lazy("audit.repair.pulsar:plan_run"),
+    repair_actions=lazy("audit.repair.apply.pulsar:actions"),
     reread=reread,
     benches=("bench.pulsar.bench_failover", "bench.pulsar.bench_incident"),
     docs="docs/pulsar/",

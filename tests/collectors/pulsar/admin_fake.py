@@ -12,6 +12,11 @@ Scriptable per path (regular expressions matched against the request path):
 - `hold_first_wave(n)`: entry requests wait until n are in flight at once (proves the client's concurrency);
 - a token: requests without `Authorization: Bearer <token>` get 401.
 It records every request path and the most requests it ever had in flight.
+
+One POST, for the repair tests: `.../subscription/{sub}/resetcursor` moves the cursor its internalStats serves,
+the body read as the broker's Jackson reads ResetCursorData (unknown keys ignored, `excluded` honoured; see
+audit/lab/pulsar/admin_server.py). Every POST is recorded in `posts` (path, body, Authorization header), and
+`acknowledge(topic, sub, positions)` applies individual acks to a served cursor (the WebSocket fake's side).
 """
 from __future__ import annotations
 
@@ -95,6 +100,24 @@ class FakeTopic:
     deleted_ledgers: set[int] = field(default_factory=set)
     partitions: int = 0
 
+    def cursors(self) -> tuple[dict, dict]:
+        """The served stats-internal, parsed, and its `cursors` object (edited in place by the repair calls)."""
+        doc = json.loads(self.stats_internal.body)
+        return doc, doc.setdefault("cursors", {})
+
+    def serve(self, doc: dict) -> None:
+        self.stats_internal = Answer(200, json.dumps(doc, indent=2).encode())
+
+    def previous(self, doc: dict, ledger: int, entry_id: int) -> tuple[int, int]:
+        """ManagedLedgerImpl.getPreviousPosition of L:E: L:E-1, or for E = 0 the last entry of the nearest earlier
+        non-empty ledger (L:-1 when there is none)."""
+        if entry_id > 0:
+            return ledger, entry_id - 1
+        for item in reversed([lg for lg in doc.get("ledgers", []) if lg["ledgerId"] < ledger]):
+            if item["entries"] > 0:
+                return item["ledgerId"], item["entries"] - 1
+        return ledger, -1
+
     def entry(self, ledger: int, entry_id: int) -> Answer:
         if ledger in self.deleted_ledgers:
             return MESSAGE_NOT_FOUND
@@ -109,6 +132,7 @@ class FakePulsarAdmin:
         self.partitioned: dict[str, list[str]] = {}  # "t/ns" -> partitioned parents
         self.topics: dict[str, FakeTopic] = {}  # "t/ns/local" -> topic
         self.requests: list[str] = []
+        self.posts: list[dict] = []   # {"path", "body" (bytes), "authorization"} of every POST
         self.unauthorized: list[str] = []
         self.max_in_flight = 0
         self.release = threading.Event()
@@ -138,6 +162,55 @@ class FakePulsarAdmin:
 
     def hold_first_wave(self, n: int) -> None:
         self._hold = n
+
+    def reset_cursor(self, path: str, body: bytes) -> Answer:
+        """PersistentTopicsBase.internalResetCursorOnPosition (batchIndex -1): seek to L:E, or to the entry after it
+        when `excluded`; the markDeletePosition becomes the entry before the seek position, the individually
+        deleted ranges are cleared; 204 No Content."""
+        from audit.lab.pulsar.admin_server import reset_cursor_data
+
+        m = _TOPIC.match(path)
+        sub = re.fullmatch(r"/subscription/([^/]+)/resetcursor", (m[4] or "") if m else "")
+        topic = self.topics.get("/".join(unquote(g) for g in m.group(1, 2, 3))) if m else None
+        if sub is None:
+            return reason(405, "Method Not Allowed")
+        if topic is None:
+            return TOPIC_NOT_FOUND
+        try:
+            ledger, entry_id, excluded = reset_cursor_data(json.loads(body or b"{}"))
+        except ValueError as e:
+            return reason(400, f"Invalid ResetCursorData: {e}")
+        with self._cond:
+            doc, cursors = topic.cursors()
+            cursor = cursors.get(unquote(sub[1]))
+            if cursor is None:
+                return reason(404, "Subscription not found")
+            seek = (ledger, entry_id + 1) if excluded else (ledger, entry_id)
+            cursor["markDeletePosition"] = "%d:%d" % topic.previous(doc, *seek)
+            cursor["readPosition"] = "%d:%d" % seek
+            cursor["individuallyDeletedMessages"] = "[]"
+            topic.serve(doc)
+        return Answer(204, b"", None)
+
+    def acknowledge(self, topic_name: str, sub: str, positions: list[tuple[int, int]]) -> None:
+        """Individual acks as the cursor records them: each position joins individuallyDeletedMessages (default
+        spelling, ranges within a ledger) and the markDeletePosition moves over an acked run right after it."""
+        from audit.domain.pulsar.positions import Position
+        from audit.domain.pulsar.rangeset import AckRanges, parse_individually_deleted
+
+        with self._cond:
+            topic = self.topics[topic_name.removeprefix("persistent://")]
+            doc, cursors = topic.cursors()
+            cursor = cursors[sub]
+            acked = parse_individually_deleted(cursor.get("individuallyDeletedMessages", "[]"), "fake")
+            acked = acked.union(AckRanges((Position(lid, e - 1), Position(lid, e)) for lid, e in positions))
+            mdp = Position(*map(int, cursor["markDeletePosition"].split(":")))
+            while Position(mdp.ledger_id, mdp.entry_id + 1) in acked:
+                mdp = Position(mdp.ledger_id, mdp.entry_id + 1)
+            kept = [(max(lo, mdp), hi) for lo, hi in acked if hi > mdp]
+            cursor["markDeletePosition"] = str(mdp)
+            cursor["individuallyDeletedMessages"] = AckRanges(kept).to_string()
+            topic.serve(doc)
 
     def paths(self, pattern: str) -> list[str]:
         return [p for p in self.requests if re.search(pattern, p)]
@@ -222,6 +295,24 @@ class FakePulsarAdmin:
                         ans = fake.answer(path)
                     if any(p.search(path) for p in fake._slow):
                         fake.release.wait(10)
+                    self._send(ans, auth)
+                finally:
+                    fake._leave()
+
+            def do_POST(self):
+                path = self.path.split("?")[0]
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                fake._enter(path)
+                try:
+                    auth = self.headers.get("Authorization")
+                    with fake._cond:
+                        fake.posts.append({"path": path, "body": body, "authorization": auth,
+                                           "content_type": self.headers.get("Content-Type")})
+                    if fake.token is not None and auth != f"Bearer {fake.token}":
+                        fake.unauthorized.append(path)
+                        ans = reason(401, "HTTP 401 Unauthorized")
+                    else:
+                        ans = fake._scripted(path) or fake.reset_cursor(path, body)
                     self._send(ans, auth)
                 finally:
                     fake._leave()
