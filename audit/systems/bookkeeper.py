@@ -11,15 +11,55 @@ from audit.report.sections.bookkeeper import SECTION
 NAME = "bookkeeper"
 
 
+def ledger_of_key(key: str) -> str | None:
+    """The ledger a raw key belongs to, as its decimal id (the incident check's subject); None for keys of the
+    whole cluster (bookie lists, racks, a bookie's inventory or probe note, the collection report)."""
+    from audit.formats.bookkeeper.ledger_metadata import ledger_id_from_znode_path
+
+    area, _, rest = key.partition("/")
+    if area == "ledger-metadata":
+        for suffix in (".stat.json", ".deleted.json"):
+            rest = rest.removesuffix(suffix)
+        ledger_id = ledger_id_from_znode_path(rest)
+        return None if ledger_id is None else str(ledger_id)
+    stem = rest.rsplit("/", 1)[-1].split(".", 1)[0]
+    if area in ("entries-of-ledger", "read-probes", "location-index", "ledger-metadata-http") and stem.isdigit():
+        return str(int(stem))
+    return None
+
+
 def collect(req: CollectRequest):
-    """The lab (source: lab) or the real collector (source: zookeeper or admin_http)."""
+    """The lab (source: lab) or the real collector (source: zookeeper or admin_http). An incident check's
+    subjects are ledger ids (patterns such as `2156` or `21*`): the collectors read the metadata of those ledgers
+    only and ask the bookies about them only; the lab stores only their evidence and its ground truth speaks only
+    of them."""
+    from audit.collectors.base import ScopedSink
+
+    scoped = bool(req.scope.subjects)
+    sink = ScopedSink(req.sink, ledger_of_key, req.scope) if scoped else req.sink
     if req.cluster.source == "lab":
         from audit.lab.bookkeeper.runner import collect as collect_lab
 
-        return collect_lab(req.cluster, req.sink, req.secrets, req.as_of_ms, req.thresholds.open_ledger_max_age_s)
+        report, truth = collect_lab(req.cluster, sink, req.secrets, req.as_of_ms,
+                                    req.thresholds.open_ledger_max_age_s)
+        return report, (_scoped_truth(truth, req.scope) if scoped else truth)
     from audit.collectors.bookkeeper.collector import BookKeeperCollector
 
-    return BookKeeperCollector().collect(req.cluster, req.sink, req.secrets), None
+    return BookKeeperCollector(scope=req.scope).collect(req.cluster, sink, req.secrets), None
+
+
+def _scoped_truth(truth: dict, scope) -> dict:
+    """The lab's ground truth of the ledgers asked for only (what the scoped collection can speak for)."""
+    from collections import Counter
+
+    def wanted(item) -> bool:
+        return not isinstance(item, dict) or item.get("ledger_id") is None or scope.wants(str(item["ledger_id"]))
+
+    out = {**truth, **{k: [i for i in v if wanted(i)] for k, v in truth.items() if isinstance(v, list)
+                       and k != "faults"}}
+    if isinstance(truth.get("summary"), dict):
+        out["summary"] = {**truth["summary"], "findings_by_check": dict(Counter(f["check"] for f in out["findings"]))}
+    return out
 
 
 def sniffers() -> list[Sniffer]:
@@ -41,4 +81,5 @@ SYSTEM = System(
     benches=("bench.bookkeeper.bench_replicas", "bench.bookkeeper.bench_zk_collector",
              "bench.bookkeeper.bench_location_index", "bench.bookkeeper.bench_read_probe"),
     docs="docs/bookkeeper/",
+    subject="ledger (its decimal id: 2156, or a pattern such as 21*)",
 )

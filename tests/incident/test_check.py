@@ -52,7 +52,52 @@ def test_a_scope_the_estate_does_not_have_is_refused_by_name(tmp_path, capsys):
     assert "scope: clusters: 'nope'" in capsys.readouterr().err
     assert main(["check", "--estate", str(estate), "--window", "soon"]) == 2
     assert "--window 'soon'" in capsys.readouterr().err
-    # BookKeeper's collector cannot narrow to ledgers yet: subjects over it are refused, not silently ignored
-    assert main(["check", "--estate", str(estate), "--subject", "12*"]) == 2
-    assert "scope: subjects: '12*': expected a scope whose systems narrow to subjects: bookkeeper cannot yet" in \
+
+
+def test_a_system_that_cannot_narrow_to_subjects_is_refused_by_name(tmp_path, capsys):
+    from tests.demo_system import registered
+
+    path = tmp_path / "estate.yaml"
+    path.write_text(f"""
+estate: incident
+store: {{uri: "file://{tmp_path / 'store'}"}}
+systems:
+  demo:
+    - {{name: demo-1, source: lab}}
+""")
+    with registered():
+        assert main(["check", "--estate", str(path), "--subject", "12*"]) == 2
+    assert "scope: subjects: '12*': expected a scope whose systems narrow to subjects: demo cannot yet" in \
         capsys.readouterr().err
+    assert not (tmp_path / "store").exists()
+
+
+def test_one_ledger_of_one_system(tmp_path, capsys):
+    estate = _estate(tmp_path)
+    # the whole lab first: which ledger has a finding, and what else is there
+    assert main(["check", "--estate", str(estate), "--system", "bookkeeper", "--json"]) in (0, 1, 3)
+    whole = json.loads(capsys.readouterr().out)
+    runs = list_runs(open_store(load_estate(str(estate)).store.uri), "incident")
+    truth = json.loads((tmp_path / "store" / runs[0].manifest["prefix"] / "raw/_lab/bk-i/ground_truth.json")
+                       .read_text())
+    with_findings = sorted({f["ledger_id"] for f in truth["findings"] if f.get("ledger_id") is not None})
+    assert len(with_findings) >= 2 and whole["lab"]["injected"] > 1
+    ledger = with_findings[0]
+    expected = [f["check"] for f in truth["findings"] if f.get("ledger_id") == ledger]
+
+    code = main(["check", "--estate", str(estate), "--system", "bookkeeper", "--subject", str(ledger), "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["run"]["scope"]["subjects"] == [str(ledger)]
+    run = [r for r in list_runs(open_store(load_estate(str(estate)).store.uri), "incident")
+           if r.run_id == summary["run_id"]][0]
+    raw = [o["key"].split("/raw/bookkeeper/bk-i/", 1)[1] for o in run.manifest["objects"]
+           if "/raw/bookkeeper/bk-i/" in o["key"]]
+    from audit.systems.bookkeeper import ledger_of_key
+
+    assert {ledger_of_key(k) for k in raw} - {None} == {str(ledger)}      # that ledger's evidence only
+    assert any(k.startswith("ledger-metadata/") for k in raw)
+    lab = summary["lab"]
+    assert (lab["missed"], lab["false_alarms"], lab["wrong_count"]) == (0, 0, 0), lab
+    assert lab["injected"] == lab["detected"] == len(expected)
+    assert sorted(summary["counts"]["by_check"]) == sorted(set(expected))
+    assert code in (1, 3)

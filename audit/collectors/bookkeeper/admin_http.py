@@ -196,9 +196,11 @@ class _Collection:
 
 def collect_ledger_metadata_http(base_url: str, sink: RawSink, *, connect_timeout_s: float = 5.0,
                                  request_timeout_s: float = 30.0, cluster: str = "", parallel: int = 8,
-                                 on_ledger: Callable[[Any], None] | None = None) -> CollectionReport:
+                                 on_ledger: Callable[[Any], None] | None = None,
+                                 wants: Callable[[int], bool] | None = None) -> CollectionReport:
     """Store the metadata of every ledger the bookie lists under `ledger-metadata-http/`. `on_ledger(md)` gets
-    each stored ledger's decoded LedgerMetadata once (e.g. to learn ensembles without re-reading)."""
+    each stored ledger's decoded LedgerMetadata once (e.g. to learn ensembles without re-reading). `wants(ledger
+    id)`: only those ledgers, each asked on its own (an incident check: the pages would bring every ledger)."""
     report = CollectionReport(SYSTEM, cluster)
     http = AdminHttp(base_url, connect_timeout_s, request_timeout_s, pool_size=parallel)
     try:
@@ -207,7 +209,12 @@ def collect_ledger_metadata_http(base_url: str, sink: RawSink, *, connect_timeou
         if listed is None:
             return report
         report.count("http_ledgers_listed", len(listed))
-        run.pages(len(listed))
+        if wants is not None:
+            asked = {i for i in listed if wants(i)}
+            report.count("http_ledgers_not_in_scope", len(listed) - len(asked))
+            listed = asked
+        else:
+            run.pages(len(listed))
         failures = run.one_by_one(sorted(listed - run.collected))
         if failures:
             # The bookie answers 500 for a deleted ledger as for any failure: a second listing tells them apart.

@@ -100,6 +100,11 @@ def _keep_for_probes(md: Any, kept: dict[int, Any], names: dict[str, str]) -> No
 class BookKeeperCollector(Collector):
     system = "bookkeeper"
 
+    def __init__(self, scope: Any = None):
+        # an incident check's scope: only the ledgers it asks for are read and asked about (docs/incident.md)
+        self.wants = (lambda ledger_id: scope.wants(str(ledger_id))) if scope is not None and scope.subjects \
+            else None
+
     def collect(self, cluster_cfg: Any, sink: RawSink, secrets: SecretResolver) -> CollectionReport:
         s = parse_cluster(cluster_cfg)
         report = CollectionReport(self.system, s.name)
@@ -107,6 +112,7 @@ class BookKeeperCollector(Collector):
         closed: dict[int, Any] = {}      # ledger id -> LedgerMetadata, for read probes
         bookie_names: dict[str, str] = {}
         paths: dict[int, str] = {}       # ledger id -> znode path below the ledgers root
+        ledgers_read: set[int] = set()   # every ledger whose metadata was decoded
 
         def learn_ensembles(znode: zk_metadata.LedgerZnode, redacted: bytes) -> None:
             from audit.formats.bookkeeper.ledger_metadata import decode_znode
@@ -119,6 +125,7 @@ class BookKeeperCollector(Collector):
                 report.gap(source, "ledger ensembles (metadata stored, bookies not asked)", str(e))
                 return
             report.count("ledgers_decoded")
+            ledgers_read.add(md.ledger_id)
             _keep_for_probes(md, closed, bookie_names)
             paths[znode.ledger_id] = znode.path
             for seg in md.segments:
@@ -134,6 +141,7 @@ class BookKeeperCollector(Collector):
         if s.source == "admin_http":
             def learn_admin_ensembles(md: Any) -> None:  # already decoded (and redacted) by admin_http
                 report.count("ledgers_decoded")
+                ledgers_read.add(md.ledger_id)
                 _keep_for_probes(md, closed, bookie_names)
                 for seg in md.segments:
                     for bookie in seg.ensemble:
@@ -141,18 +149,21 @@ class BookKeeperCollector(Collector):
 
             report.merge(admin_http.collect_ledger_metadata_http(
                 s.admin_url, sink, connect_timeout_s=s.bookie.connect_timeout_s,
-                request_timeout_s=s.bookie.request_timeout_s, cluster=s.name, on_ledger=learn_admin_ensembles))
+                request_timeout_s=s.bookie.request_timeout_s, cluster=s.name, on_ledger=learn_admin_ensembles,
+                wants=self.wants))
         else:
             zk_report, _ = zk_metadata.collect_ledger_metadata(
                 s.zk_hosts, s.ledgers_root, sink, s.zk_timeout_s, cluster=s.name, auth_data=auth_data,
-                on_ledger=learn_ensembles)
+                on_ledger=learn_ensembles, wants=self.wants)
             report.merge(zk_report)
         watch = HoldsNothingWatch(sink)   # which ledgers some bookie holds nothing of (deleted.py)
         index_members: dict[str, set[int]] = {}
         # Bookies whose locations index is read on this host are not asked (location_index.py).
         for bookie, ledger_dirs in sorted(s.location_index.items()):
             index_members[bookie] = ledgers_by_bookie.pop(bookie, set())
-            report.merge(_read_location_index(bookie, ledger_dirs, watch, s.name))
+            # scoped: the ledgers asked for only (those whose metadata was read), not the whole inventory
+            asked = sorted(ledgers_read) if self.wants is not None else None
+            report.merge(_read_location_index(bookie, ledger_dirs, watch, s.name, asked))
 
         async def probe_unsupported(bookie: str, ledger_ids: list[int], reason: str) -> CollectionReport:
             return await read_probe.probe_bookie_async(bookie, ledger_ids, closed, watch, config=s.read_probe,
@@ -184,9 +195,10 @@ def _recheck_deleted(s: BookKeeperClusterSettings, auth_data, paths: dict[int, s
         client.close()
 
 
-def _read_location_index(bookie: str, ledger_dirs, sink: RawSink, cluster: str) -> CollectionReport:
+def _read_location_index(bookie: str, ledger_dirs, sink: RawSink, cluster: str,
+                         ledger_ids: list[int] | None = None) -> CollectionReport:
     # The whole index (ledger_ids=None): a complete inventory, which also shows ledgers held outside ensembles.
     # Imported here: it needs RocksDB bindings, which clusters without location_index never load.
     from audit.collectors.bookkeeper.location_index import read_location_index
 
-    return read_location_index(bookie, list(ledger_dirs), sink, cluster=cluster)
+    return read_location_index(bookie, list(ledger_dirs), sink, ledger_ids=ledger_ids, cluster=cluster)

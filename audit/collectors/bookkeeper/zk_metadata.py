@@ -83,12 +83,14 @@ class _Walk:
 
     def __init__(self, client: Any, root: str, sink: RawSink, report: CollectionReport, window: int,
                  batch: int, timeout_s: float, source_prefix: str,
-                 on_ledger: Callable[[LedgerZnode, bytes], None] | None):
+                 on_ledger: Callable[[LedgerZnode, bytes], None] | None,
+                 wants: Callable[[int], bool] | None = None):
         from audit.formats.bookkeeper import ledger_metadata  # lazily: owned by the formats subsystem
 
         self._lm = ledger_metadata
         self.client, self.root, self.sink, self.report = client, root, sink, report
         self.window, self.timeout_s, self.source_prefix, self.on_ledger = window, timeout_s, source_prefix, on_ledger
+        self.wants = wants              # an incident check's ledgers: the others are listed, never read
         self.batch = batch              # > 1: multiRead; falls back to 1 if the server does not know it
         self.multi_read_proven = False  # a multiRead succeeded once: later failures are not "unsupported"
         self.data_tasks: deque = deque()
@@ -200,6 +202,10 @@ class _Walk:
                 self.report.count("non_ledger_znodes_skipped")
             elif ck == LEAF:
                 self.report.count("ledger_znodes_listed")
+                ledger_id = self._lm.ledger_id_from_znode_path(child)
+                if self.wants is not None and ledger_id is not None and not self.wants(ledger_id):
+                    self.report.count("ledger_znodes_not_in_scope")
+                    continue
                 self.data_tasks.append(("data", child, ck, 1))
             else:
                 self.dir_tasks.append(("children", child, ck, 1))
@@ -294,12 +300,14 @@ def collect_ledger_metadata(zk_hosts: str, ledgers_root: str, sink: RawSink, tim
                             client: Any = None,
                             auth_data: list[tuple[str, str]] | None = None,
                             on_ledger: Callable[[LedgerZnode, bytes], None] | None = None,
+                            wants: Callable[[int], bool] | None = None,
                             ) -> tuple[CollectionReport, list[LedgerZnode]]:
     """Store every ledger znode (redacted) under `ledger-metadata/<path>`, its Stat under
     `ledger-metadata/<path>.stat.json`, and the bookie lists under
     `bookies/available.json`. -> (report, ledger znodes sorted by id). `client`: an already started kazoo
     client to use (left open); otherwise one is opened on `zk_hosts` (with `auth_data`) and closed. `on_ledger(znode,
-    redacted_bytes)` is called for each stored ledger, e.g. to decode ensembles without re-reading."""
+    redacted_bytes)` is called for each stored ledger, e.g. to decode ensembles without re-reading. `wants(ledger
+    id)`: only those ledgers' znodes are read (an incident check); the others are counted as not in scope."""
     if window < 1 or batch < 1:
         raise ValueError(f"window, batch: expected >= 1, got {window}, {batch}")
     root = normalize_root(ledgers_root)
@@ -315,7 +323,8 @@ def collect_ledger_metadata(zk_hosts: str, ledgers_root: str, sink: RawSink, tim
             return report, []
     try:
         read_bookie_inventory(client, root, sink, report, source_prefix)
-        ledgers = _Walk(client, root, sink, report, window, batch, timeout_s, source_prefix, on_ledger).run()
+        ledgers = _Walk(client, root, sink, report, window, batch, timeout_s, source_prefix, on_ledger,
+                        wants).run()
         return report, ledgers
     finally:
         if own_client:

@@ -140,3 +140,13 @@ def test_admin_http_config_errors_name_the_field():
                        "timeouts": {"connect_s": 1, "request_s": 7}})
     assert (s.source, s.admin_url, s.zk_hosts) == ("admin_http", "http://bookie:8000", "")
     assert (s.bookie.connect_timeout_s, s.bookie.request_timeout_s) == (1.0, 7.0)
+
+
+def test_an_incident_check_asks_for_its_ledgers_only_and_never_pages(tmp_path):
+    with FakeAdminHttp({i: bean(i) for i in range(1, 251)}) as server:
+        report = collect_ledger_metadata_http(server.url, DirSink(tmp_path), request_timeout_s=5,
+                                              wants=lambda i: i in (7, 170))
+    assert _collected(tmp_path) == [7, 170]
+    assert sorted((_params(r) for r in server.requests[1:]), key=str) == [{"ledger_id": "170"}, {"ledger_id": "7"}]
+    assert len(server.requests) == 3 and all("page" not in _params(r) for r in server.requests)
+    assert report.counts["http_ledgers_not_in_scope"] == 248 and report.gaps == []

@@ -291,3 +291,18 @@ def test_multiread_reply_decodes_each_stat_like_kazoo_get():
     assert type(results[1]).__name__ == "NoNodeError"
     assert results[2][0] is None and results[2][1].pzxid == 11
     assert "abc" not in repr(results)
+
+
+def test_an_incident_check_reads_its_ledgers_only(zk_client, tmp_path):
+    for lid in (1, 2, 3, 21, 2**31):
+        rel = long_path(lid) if lid >= 2**31 else legacy_path(lid)
+        _create(zk_client, f"/ledgers/{rel}", znode(closed_ledger(lid, [(0, (BK1, BK2))]), 3))
+    _bookkeeper_scaffolding(zk_client)
+    report, ledgers = collect_ledger_metadata(zk_client.hosts_with_chroot, "/ledgers", DirSink(tmp_path / "raw"),
+                                              timeout_s=10, wants=lambda lid: str(lid).startswith("2"))
+    assert [z.ledger_id for z in ledgers] == [2, 21, 2**31]
+    assert {k for k in _stored(tmp_path / "raw") if not k.endswith(".stat.json")} == {
+        "bookies/available.json", f"ledger-metadata/{legacy_path(2)}", f"ledger-metadata/{legacy_path(21)}",
+        f"ledger-metadata/{long_path(2**31)}"}
+    assert (report.counts["ledger_znodes_listed"], report.counts["ledger_znodes_not_in_scope"]) == (5, 2)
+    assert report.gaps == []
