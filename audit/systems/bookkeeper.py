@@ -79,7 +79,8 @@ SYSTEM = System(
     plan_repairs=lazy("audit.repair.bookkeeper:plan_run"),
     repair_actions=lazy("audit.repair.apply.bookkeeper:actions"),
     benches=("bench.bookkeeper.bench_replicas", "bench.bookkeeper.bench_zk_collector",
-             "bench.bookkeeper.bench_location_index", "bench.bookkeeper.bench_read_probe"),
+             "bench.bookkeeper.bench_location_index", "bench.bookkeeper.bench_read_probe",
+             "bench.bookkeeper.bench_incident"),
     docs="docs/bookkeeper/",
     subject="ledger (its decimal id: 2156, or a pattern such as 21*)",
 )
