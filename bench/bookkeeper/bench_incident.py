@@ -6,48 +6,31 @@ run, its collection holds that ledger only, and the lab's ground truth for it is
     .venv/bin/python bench/bookkeeper/bench_incident.py"""
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
-import time
 from pathlib import Path
-
-import yaml
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from bench.common import Results, main_of  # noqa: E402
+from bench.common import Results, lab_incident_check, main_of  # noqa: E402
 
 TARGET_S = 60
 LEDGER = "2156"          # seed 7 of the lab: a ledger with a missing fragment
 
 
 def metrics(argv: list[str] | None = None) -> list[dict]:
-    from audit import pipeline
     from audit.contracts import Scope
     from audit.systems.bookkeeper import ledger_of_key
 
-    repo = HERE.parent.parent
     out = Results()
-    work = Path(tempfile.mkdtemp(prefix="replaudit-bench-incident-"))
-    try:
-        estate = yaml.safe_load((repo / "audit" / "lab" / "estate.yaml").read_text())
-        estate["store"] = {"uri": f"file://{work / 'store'}"}
-        path = work / "estate.yaml"
-        path.write_text(yaml.safe_dump(estate))
-        started = time.perf_counter()
-        summary = pipeline.run_all(str(path), scope=Scope(systems=("bookkeeper",), subjects=(LEDGER,)))
-        elapsed = time.perf_counter() - started
-        raw = [p.relative_to(r).as_posix() for r in (work / "store").rglob("raw/bookkeeper/bk-lab")
+    with lab_incident_check(Scope(systems=("bookkeeper",), subjects=(LEDGER,))) as (summary, elapsed, store):
+        raw = [p.relative_to(r).as_posix() for r in store.rglob("raw/bookkeeper/bk-lab")
                for p in r.rglob("*") if p.is_file()]
         lab = summary.get("lab") or {}
         ok = (summary["run"]["kind"] == "incident" and {ledger_of_key(k) for k in raw} - {None} == {LEDGER}
               and lab.get("injected", 0) > 0 and (lab.get("missed"), lab.get("false_alarms")) == (0, 0))
-        out.add("incident check: one BookKeeper ledger of the lab estate, after setup", elapsed, "s",
-                f"< {TARGET_S} s", ok and elapsed < TARGET_S)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    out.add("incident check: one BookKeeper ledger of the lab estate, after setup", elapsed, "s",
+            f"< {TARGET_S} s", ok and elapsed < TARGET_S)
     return out
 
 

@@ -147,12 +147,15 @@ class AdminClient:
                      self.retry.attempts - 1, delay)
             self.retry.sleep(delay)
 
-    def _follow(self, url: str) -> AdminResponse:
+    def _follow(self, url: str, method: str = "GET", body: bytes | None = None) -> AdminResponse:
+        """One request, following the broker's 307/308 (which keep the method and body) with the token."""
+        headers = {"Content-Type": "application/json"} if body is not None else None
         for _ in range(MAX_REDIRECTS + 1):
             with self._lock:
                 self.requests_sent += 1
             try:
-                r = self._session.get(url, timeout=self._timeout, allow_redirects=False)
+                r = self._session.request(method, url, data=body, headers=headers, timeout=self._timeout,
+                                          allow_redirects=False)
             except requests.Timeout as e:
                 kind = "connect" if isinstance(e, requests.ConnectTimeout) else "read"
                 limit = self._timeout[0] if kind == "connect" else self._timeout[1]

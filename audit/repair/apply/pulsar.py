@@ -20,9 +20,8 @@ import time
 import urllib.parse
 from typing import Any, Callable, Mapping
 
-import requests
 
-from audit.collectors.pulsar.admin_client import MAX_REDIRECTS, AdminClient, AdminResponse, quote
+from audit.collectors.pulsar.admin_client import AdminClient, AdminResponse, quote
 from audit.collectors.pulsar.discovery import parse_topic
 from audit.contracts import Precheck, RepairAction
 from audit.domain.pulsar.positions import Position
@@ -183,24 +182,7 @@ class _Client(AdminClient):
     """The collector's client (Bearer on every hop, redacted errors) plus the one POST a reset needs."""
 
     def post_json(self, path: str, body: Mapping[str, Any]) -> AdminResponse:
-        url, data = self.url(path), json.dumps(body).encode()
-        for _ in range(MAX_REDIRECTS + 1):
-            try:
-                r = self._session.post(url, data=data, headers={"Content-Type": "application/json"},
-                                       timeout=self._timeout, allow_redirects=False)
-            except requests.RequestException as e:
-                return self._no_answer(url, f"request failed: {type(e).__name__}: {e}")
-            location = r.headers.get("Location")
-            # 307/308 keep method and body: a broker answers 307 to the broker owning the topic
-            if r.status_code in (307, 308) and location:
-                target = urllib.parse.urljoin(url, location)
-                if url.startswith("https:") and not target.startswith("https:"):
-                    return self._answer(url, r, f"HTTP {r.status_code}: refused redirect from https to {target}",
-                                        moving=False)
-                url = target
-                continue
-            return self._answer(url, r)
-        return self._answer(url, r, f"HTTP {r.status_code}: more than {MAX_REDIRECTS} redirects")
+        return self._follow(self.url(path), "POST", json.dumps(body).encode())
 
 
 class _Cursor:
