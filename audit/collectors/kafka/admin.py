@@ -30,7 +30,13 @@ Only brokers in the Metadata answer are asked anything. A replica on a broker ab
 MetadataCache lists it in the partition's replicas and offline replicas, not among the brokers, KRaftMetadataCache
 .getPartitionMetadata @1eb7644349c) is written under `not_asked` with the reason and counted, not a gap: there is
 nothing to ask. Any failed send is a gap for that broker only and the rest goes on; each phase writes what it read
-even when something stops it."""
+even when something stops it.
+
+An incident check (`scope`: audit.contracts.Scope with subject patterns): Metadata is read whole (one small
+answer; the audit picks the wanted partitions from it), and DescribeLogDirs (asked for the wanted partitions by
+name), ListOffsets and OffsetForLeaderEpoch are sent for the topic-partitions a pattern wants only
+(audit/domain/kafka/subjects.py); the others are counted as `partitions_not_in_scope`, never gaps, and nothing
+is asked when no partition is wanted."""
 from __future__ import annotations
 
 import json
@@ -44,8 +50,9 @@ from kafka.protocol.consumer import ListOffsetsRequest, OffsetForLeaderEpochRequ
 from kafka.protocol.metadata import MetadataRequest
 
 from audit.collectors.base import CollectionReport, RawSink
-from audit.collectors.kafka.admin_client import (RedactingFilter, Requests, TrackedNetClients, client_config, describe,
-                                                 error_name, library_loggers, nodes)
+from audit.collectors.kafka.admin_client import (BootstrapFailed, Requests, bootstrapped, describe, error_name,
+                                                 nodes)
+from audit.domain.kafka.subjects import wanted
 
 PREFIX = "admin/"
 EARLIEST, LATEST = -2, -1                 # ListOffsetsRequest.EARLIEST_TIMESTAMP / LATEST_TIMESTAMP
@@ -60,8 +67,9 @@ class AdminCollection:
     """One pass over a bootstrapped KafkaAdminClient; `collect()` writes the four documents."""
 
     def __init__(self, client: KafkaAdminClient, sink: RawSink, report: CollectionReport, *, timeout_ms: int,
-                 now_ms: Callable[[], int]):
+                 now_ms: Callable[[], int], scope: Any = None):
         self.sink, self.report, self.now_ms = sink, report, now_ms
+        self.scope = scope if scope is not None and scope.subjects else None
         self.requests = Requests(client, timeout_ms, now_ms)
         self.send_all = self.requests.send_all
         self.answering: int | None = None       # the broker whose Metadata answer is used
@@ -72,6 +80,14 @@ class AdminCollection:
 
     def gap(self, source: str, what: str, error: str) -> None:
         self.report.gap(source, what, error)
+
+    def wanted(self, p: dict) -> bool:
+        """A metadata partition the check asks about (always, without a scope)."""
+        return self.scope is None or wanted(self.scope, p["topic"], p["partition"])
+
+    def asked(self, md: dict) -> list[dict]:
+        """The metadata's partitions the later phases ask about."""
+        return [p for p in md["partitions"] if self.wanted(p)]
 
     # -- phases ---------------------------------------------------------------------------------------------
     def collect(self) -> None:
@@ -112,7 +128,7 @@ class AdminCollection:
                                    "replicas": nodes(p.replica_nodes), "isr": nodes(p.isr_nodes),
                                    "offline": nodes(p.offline_replicas), "elr": None, "last_known_elr": None,
                                    "error_code": p.error_code})
-                if p.error_code:
+                if p.error_code and self.wanted(partitions[-1]):
                     self.gap(f"{t.name}-{p.partition_index}", "partition metadata", error_name(p.error_code))
         partitions.sort(key=lambda p: (p["topic"], p["partition"]))
         elr_source = self.elr(partitions)
@@ -124,6 +140,8 @@ class AdminCollection:
                "partitions": partitions, "topic_errors": topic_errors, "elr_source": elr_source}
         self.put("metadata.json", doc)
         self.report.count("partitions", len(partitions))
+        if self.scope is not None:
+            self.report.count("partitions_not_in_scope", sum(1 for p in partitions if not self.wanted(p)))
         self.report.count("brokers", len(doc["brokers"]))
         return doc
 
@@ -157,7 +175,16 @@ class AdminCollection:
     def log_dirs(self, md: dict) -> None:
         started = self.now_ms()
         brokers = [b["id"] for b in md["brokers"]]
-        answers = self.send_all([(b, DescribeLogDirsRequest(topics=None)) for b in brokers])
+        topics = None          # every replica of the broker
+        if self.scope is not None:
+            by_topic: dict[str, list[int]] = defaultdict(list)
+            for p in self.asked(md):
+                by_topic[p["topic"]].append(p["partition"])
+            Topic = DescribeLogDirsRequest.DescribableLogDirTopic
+            topics = [Topic(topic=t, partitions=sorted(ps)) for t, ps in sorted(by_topic.items())]
+            if not topics:       # nothing wanted: nothing to ask (an empty list would be "no topic" anyway)
+                brokers = []
+        answers = self.send_all([(b, DescribeLogDirsRequest(topics=topics)) for b in brokers]) if brokers else []
         entries = []
         for broker, (resp, err, sent, answered) in zip(brokers, answers):
             entry = {"broker": broker, "error": None, "log_dirs": [], "read_started_at_ms": sent,
@@ -184,7 +211,7 @@ class AdminCollection:
         live = _live(md)
         by_leader: dict[int, list[dict]] = defaultdict(list)
         rows, not_asked = {}, []
-        for p in md["partitions"]:
+        for p in self.asked(md):
             row = {"topic": p["topic"], "partition": p["partition"], "leader": p["leader"], "earliest": None,
                    "earliest_leader_epoch": None, "latest": None, "latest_leader_epoch": None, "error_code": 0,
                    "read_started_at_ms": None, "read_finished_at_ms": None}
@@ -236,7 +263,7 @@ class AdminCollection:
         started = self.now_ms()
         live = _live(md)
         chains, not_asked = {}, []      # chains: (topic, p) -> {"next", "current", "leader", "ask": set, "prev_end"}
-        for p in md["partitions"]:
+        for p in self.asked(md):
             if p["leader"] < 0 or p["leader_epoch"] < 0:
                 continue
             replicas = set(p["replicas"]) | {p["leader"]}
@@ -357,25 +384,13 @@ def _epoch_request(asked: list[tuple[tuple[str, int], int, int]]):
 
 
 def collect_admin(cluster: Any, sink: RawSink, report: CollectionReport, secrets, *,
-                  now_ms: Callable[[], int], client_factory: Callable[..., KafkaAdminClient] = KafkaAdminClient) -> None:
-    """Bootstrap a client from the estate entry and collect; a cluster that cannot be bootstrapped is a gap."""
-    config = client_config(cluster, secrets.resolve)
-    filt = RedactingFilter(secrets.redact, (config.get("sasl_plain_username"), config.get("sasl_plain_password")))
-    loggers = library_loggers()
-    for lg in loggers:
-        lg.addFilter(filt)
+                  now_ms: Callable[[], int], client_factory: Callable[..., KafkaAdminClient] = KafkaAdminClient,
+                  scope: Any = None) -> None:
+    """Bootstrap a client from the estate entry and collect; a cluster that cannot be bootstrapped is a gap.
+    `scope`: an incident check's audit.contracts.Scope (None: every partition)."""
     try:
-        tracked = TrackedNetClients()
-        try:
-            client = client_factory(**config, kafka_client=tracked)
-        except Exception as exc:      # unreachable, refused, authentication failed: the cluster is not covered
-            tracked.stop()
-            report.gap(cluster.bootstrap_servers, "admin endpoint (nothing read)", describe(exc))
-            return
-        try:
-            AdminCollection(client, sink, report, timeout_ms=config["request_timeout_ms"], now_ms=now_ms).collect()
-        finally:
-            client.close()
-    finally:
-        for lg in loggers:
-            lg.removeFilter(filt)
+        with bootstrapped(cluster, secrets, client_factory) as (client, config):
+            AdminCollection(client, sink, report, timeout_ms=config["request_timeout_ms"], now_ms=now_ms,
+                            scope=scope).collect()
+    except BootstrapFailed as exc:      # unreachable, refused, authentication failed: the cluster is not covered
+        report.gap(cluster.bootstrap_servers, "admin endpoint (nothing read)", str(exc))

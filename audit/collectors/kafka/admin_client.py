@@ -6,7 +6,8 @@ and answered, a failed send one broker's error only, and a broker that did not a
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import kafka.errors as kerrors
 from kafka.admin import KafkaAdminClient
@@ -148,3 +149,37 @@ class Requests:
                 out.append((None, exc, sent, self.now_ms()))
                 self._give_up(node, exc)
         return out
+
+
+class BootstrapFailed(Exception):
+    """The client could not be bootstrapped (unreachable, refused, authentication failed): `cause` says why."""
+
+    def __init__(self, cause: BaseException):
+        self.cause = cause
+        super().__init__(describe(cause))
+
+
+@contextmanager
+def bootstrapped(cluster: Any, secrets: Any,
+                 factory: Callable[..., KafkaAdminClient] = KafkaAdminClient) -> Iterator[tuple[KafkaAdminClient, dict]]:
+    """(client, its settings) bootstrapped from the estate entry, closed on exit; SASL secrets kept out of
+    kafka-python's logs meanwhile. A failed bootstrap raises BootstrapFailed, its IO thread stopped."""
+    config = client_config(cluster, secrets.resolve)
+    filt = RedactingFilter(secrets.redact, (config.get("sasl_plain_username"), config.get("sasl_plain_password")))
+    loggers = library_loggers()
+    for lg in loggers:
+        lg.addFilter(filt)
+    try:
+        tracked = TrackedNetClients()
+        try:
+            client = factory(**config, kafka_client=tracked)
+        except Exception as exc:
+            tracked.stop()      # a failed bootstrap leaves the IO thread running
+            raise BootstrapFailed(exc) from exc
+        try:
+            yield client, config
+        finally:
+            client.close()
+    finally:
+        for lg in loggers:
+            lg.removeFilter(filt)

@@ -9,6 +9,11 @@
             cluster is import-only (count `import_only`), which is not a coverage gap
   lab       refused: the lab (audit/lab/kafka/) simulates it
 
+An incident check (`scope`: audit.contracts.Scope with subject patterns, docs/incident.md): the admin collector
+asks DescribeLogDirs, ListOffsets and OffsetForLeaderEpoch about the wanted topic-partitions only (Metadata stays
+whole), the scanner skips the partition dirs no pattern wants (count `partition_dirs_not_in_scope`, never a gap),
+and MirrorMaker 2 flows are read whole (the audit judges only the wanted group-partitions).
+
 Remote failures are coverage gaps and the collection goes on; only a broken configuration raises. Resuming: a key
 an earlier attempt stored is not written again (evidence is never replaced; counted as `keys_resumed`). Every
 gap's text passes the secret resolver's `redact`."""
@@ -72,10 +77,11 @@ class KafkaCollector(Collector):
 
     def __init__(self, *, clusters: Mapping[str, Any] | Callable[[str], Any] | None = None,
                  now_ms: Callable[[], int] = wall_ms,
-                 admin_client_factory: Callable[..., KafkaAdminClient] = KafkaAdminClient):
+                 admin_client_factory: Callable[..., KafkaAdminClient] = KafkaAdminClient, scope: Any = None):
         """`clusters`: the estate's other systems.kafka entries by name (a mapping or a lookup), where mirror flows
         find their source cluster; `now_ms` the clock of every read instant; `admin_client_factory` builds the
-        kafka-python client (tests wrap it)."""
+        kafka-python client (tests wrap it); `scope`: an incident check's audit.contracts.Scope (None: all)."""
+        self._scope = scope if scope is not None and scope.subjects else None
         self._clusters = clusters
         self._now_ms = now_ms
         self._admin_client_factory = admin_client_factory
@@ -99,7 +105,7 @@ class KafkaCollector(Collector):
                 report.count("admin_resumed")
             else:
                 collect_admin(cluster, out, report, secrets, now_ms=self._now_ms,
-                              client_factory=self._admin_client_factory)
+                              client_factory=self._admin_client_factory, scope=self._scope)
         self._scan_dirs(cluster, out, report)
         if cluster.source == "log-dirs" and not getattr(cluster, "log_dirs", ()):
             report.count("import_only")   # the evidence is what `replaudit import --kind log-dir` brought
@@ -124,7 +130,7 @@ class KafkaCollector(Collector):
                 try:
                     result = scan_log_dir(path, broker, out.put, dir_index=index,
                                           verify_crc=bool(getattr(cluster, "verify_crc", False)),
-                                          now_ms=self._now_ms)
+                                          now_ms=self._now_ms, scope=self._scope)
                 except BrokerIdMismatch as exc:
                     report.gap(path, f"log dir of broker {broker} (not read)",
                                f"meta.properties {exc.key}={exc.found}: the estate lists it as broker {broker}")

@@ -18,7 +18,14 @@ segment's index with an error naming the file and the byte offset, and the scan 
 
 Partition dirs are `<topic>-<partition>` (core/.../log/LocalLog.scala parseTopicPartitionName @1eb7644349c);
 `<topic>-<p>.<id>-future|-delete|-stray` dirs (replica moves, deletions, strays) are listed in scan.json
-`skipped`, not indexed as replicas, as is anything else that is not a partition dir."""
+`skipped`, not indexed as replicas, as is anything else that is not a partition dir.
+
+An incident check (`scope`, audit.contracts.Scope with subject patterns): a partition dir no pattern wants
+(audit/domain/kafka/subjects.py: `<topic>` or `<topic>-<p>`) is neither listed nor read; scan.json names it in
+`skipped` with why "not in scope" and the counts say `partition_dirs_not_in_scope` (never a coverage gap). The
+dir's own files (meta.properties, the four offset checkpoints, which list every partition of the dir) are evidence
+byte for byte and stay whole; the KRaft metadata log is the cluster's metadata and is always read. `Scope.deep`
+changes nothing here: a wanted partition's segments are always indexed in full (headers only)."""
 from __future__ import annotations
 
 import json
@@ -28,6 +35,7 @@ import time
 from typing import Callable, NamedTuple
 
 from audit.collectors.base import CoverageGap
+from audit.domain.kafka.subjects import partition_dir, wanted
 from audit.formats.errors import PayloadError
 from audit.formats.kafka.checkpoint import (LEADER_EPOCH_CHECKPOINT_FILE, OFFSET_CHECKPOINT_FILES,
                                             parse_leader_epoch_checkpoint, parse_offsets_checkpoint)
@@ -44,6 +52,7 @@ SCAN_FILE, BATCHES_FILE = "scan.json", "batches.json"
 _SPECIAL_DIR = re.compile(r"^(\S+)-(\S+)\.(\S+)-(delete|future|stray)$")   # LocalLog Delete/Future/StrayDirPattern
 _SNAPSHOT = re.compile(r"^\d{20}-\d{10}\.checkpoint$")                      # Snapshots.filenameFromSnapshotId
 _SEGMENT = re.compile(r"^\d+\.log$")
+NOT_IN_SCOPE = "not in scope"
 
 
 def wall_ms() -> int:
@@ -86,9 +95,12 @@ class _Listing(NamedTuple):
 
 
 class _DirScan:
-    def __init__(self, path: str, broker: int, prefix: str, put: Put, verify_crc: bool, now_ms: Callable[[], int]):
+    def __init__(self, path: str, broker: int, prefix: str, put: Put, verify_crc: bool, now_ms: Callable[[], int],
+                 scope=None):
         self.path, self.broker, self.prefix, self.put = path, broker, prefix, put
         self.verify_crc, self.now_ms = verify_crc, now_ms
+        self.scope = scope if scope is not None and scope.subjects else None
+        self.not_in_scope = 0
         self.counts: dict[str, int] = {}
         self.gaps: list[CoverageGap] = []
         self.vanished: list[dict] = []
@@ -145,6 +157,10 @@ class _DirScan:
             if why is not None:
                 skipped.append({"dir": name, "why": why})
                 continue
+            if self.scope is not None and not self.wanted(name):
+                skipped.append({"dir": name, "why": NOT_IN_SCOPE})     # neither listed nor read
+                self.not_in_scope += 1
+                continue
             try:
                 with os.scandir(os.path.join(self.path, name)) as entries:
                     files = [(e.name, e.stat(follow_symlinks=False).st_size) for e in entries if e.is_file()]
@@ -157,6 +173,10 @@ class _DirScan:
             segments = sorted(((f, s) for f, s in files if _SEGMENT.match(f)), key=lambda fs: int(fs[0][:-4]))
             partitions.append((name, segments, sorted(f for f, _ in files)))
         return _Listing(partitions, skipped)
+
+    def wanted(self, name: str) -> bool:
+        tp = partition_dir(name)
+        return tp is None or wanted(self.scope, *tp)     # None: the KRaft metadata log, always read
 
     def partition(self, name: str, segments: list[tuple[str, int]], others: list[str]) -> None:
         for small, check in ((LEADER_EPOCH_CHECKPOINT_FILE, parse_leader_epoch_checkpoint),
@@ -228,13 +248,14 @@ class _DirScan:
 
 
 def scan_log_dir(path: str, broker: int, put: Put, *, dir_index: int = 0, verify_crc: bool = False,
-                 check_broker: bool = True, now_ms: Callable[[], int] = wall_ms) -> ScanResult:
-    """Scan one log dir of `broker` (its `dir_index`-th entry of log.dirs) and write it through `put`.
+                 check_broker: bool = True, now_ms: Callable[[], int] = wall_ms, scope=None) -> ScanResult:
+    """Scan one log dir of `broker` (its `dir_index`-th entry of log.dirs) and write it through `put`. `scope`: an
+    incident check's audit.contracts.Scope (None: everything); partition dirs it does not want are skipped.
 
     Raises BrokerIdMismatch (before writing anything) when `check_broker` and the dir's meta.properties names
     another broker. A missing or unreadable dir is a coverage gap and writes nothing."""
     prefix = dir_key(broker, dir_index)
-    scan = _DirScan(path, broker, prefix, put, verify_crc, now_ms)
+    scan = _DirScan(path, broker, prefix, put, verify_crc, now_ms, scope)
     started = now_ms()
     if not os.path.isdir(path):
         gap = CoverageGap(path, "broker log dir", "not a readable directory")
@@ -262,13 +283,15 @@ def scan_log_dir(path: str, broker: int, put: Put, *, dir_index: int = 0, verify
            "vanished": scan.vanished, "errors": scan.errors}
     put(f"{prefix}/{SCAN_FILE}", json.dumps(doc, indent=1).encode())
     scan.count("log_dirs_scanned")
-    scan.count("partition_dirs_skipped", len(listing.skipped))
+    scan.count("partition_dirs_skipped", len(listing.skipped) - scan.not_in_scope)
+    if scan.not_in_scope:
+        scan.count("partition_dirs_not_in_scope", scan.not_in_scope)
     scan.count("vanished", len(scan.vanished))
     return ScanResult(scan.counts, scan.gaps, doc)
 
 
 def scan_log_dirs(paths: list[str], broker: int, put: Put, *, verify_crc: bool = False, check_broker: bool = True,
-                  now_ms: Callable[[], int] = wall_ms) -> list[ScanResult]:
+                  now_ms: Callable[[], int] = wall_ms, scope=None) -> list[ScanResult]:
     """Every log dir of one broker, `paths` in its log.dirs order (dir0, dir1, ...)."""
     return [scan_log_dir(p, broker, put, dir_index=i, verify_crc=verify_crc, check_broker=check_broker,
-                         now_ms=now_ms) for i, p in enumerate(paths)]
+                         now_ms=now_ms, scope=scope) for i, p in enumerate(paths)]

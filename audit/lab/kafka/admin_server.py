@@ -18,6 +18,33 @@ Answers, per the broker's code at apache/kafka@1eb7644349c (docs/formats/kafka.m
   OffsetForLeaderEpoch (0-4), Partition.lastOffsetForLeaderEpoch: the CurrentLeaderEpoch fence (FENCED_ /
       UNKNOWN_LEADER_EPOCH), leader only (fetchOnlyFromLeader; followers answer too with
       `followers_answer_epochs`), from this broker's own cache: LeaderEpochCache.end_offset_for(epoch, its LEO).
+Group coordinator, per group-coordinator/src/main/java/org/apache/kafka/coordinator/group/ and KafkaApis.scala at the
+same commit, for the groups in `groups` (ServedGroup: classic, or a KIP-848 consumer group), all coordinated by the
+broker `group_coordinator` (default: the controller):
+  FindCoordinator (0-4; CoordinatorKeys batching from v4, KIP-699), KafkaApis.getCoordinator: that broker for any
+      group or transactional id (SHARE keys need v6: INVALID_REQUEST); COORDINATOR_NOT_AVAILABLE and no node
+      (-1, "", -1) when it is not a served broker
+  DescribeGroups (0-5), GroupMetadataManager.describeGroups: state, protocol type, members (ProtocolData, the chosen
+      protocol, for a Stable group only); a group that does not exist, or is not classic, is Dead with error NONE;
+      authorized operations, when asked (v3+), all of a GROUP's (AuthHelper.authorizedOperations, no authorizer)
+  ListGroups (0-4; StatesFilter v4+, compared in lower case), GroupMetadataManager.listGroups: the coordinator lists
+      its groups, any other broker an empty list (GroupCoordinatorService.listGroups drops NOT_COORDINATOR)
+  OffsetFetch (0-8; one group before v8, several from v8, KIP-709), OffsetMetadataManager.fetchOffsets /
+      fetchAllOffsets: the committed offset, or -1 (INVALID_OFFSET) with error NONE when there is none or the group
+      does not exist; committed leader epoch -1 and metadata "" (the lab keeps offsets only); RequireStable ignored
+      (no transactions); v0 (ZooKeeper storage in Kafka) is served as v1
+  OffsetCommit (0-8; v9 is `latestVersionUnstable` in 3.6.2), KafkaApis.handleOffsetCommitRequest: a topic or
+      partition missing from the metadata gets UNKNOWN_TOPIC_OR_PARTITION, the rest goes to
+      OffsetMetadataManager.validateOffsetCommit: a group that does not exist is created Empty (protocol type "") by
+      a generation -1 commit (the admin client's), else ILLEGAL_GENERATION (GROUP_ID_NOT_FOUND from v9); then
+      ClassicGroup.validateOffsetCommit: Dead -> COORDINATOR_NOT_AVAILABLE; generation -1 on an Empty group commits;
+      a member id, a generation >= 0 or an instance id must name a member (UNKNOWN_MEMBER_ID) of this generation
+      (ILLEGAL_GENERATION); generation -1 without a member on a group that is not Empty -> UNKNOWN_MEMBER_ID;
+      CompletingRebalance -> REBALANCE_IN_PROGRESS (a consumer group: see ServedGroup). A group-level error is every
+      partition's; metadata over offset.metadata.max.bytes (4096) -> OFFSET_METADATA_TOO_LARGE; v0 (ZooKeeper
+      storage in Kafka) is served as v1.
+  At a broker other than the coordinator, DescribeGroups, OffsetFetch and OffsetCommit answer NOT_COORDINATOR.
+  Every OffsetCommit received, at any broker, is kept in `commits` (ServedCommit) before it is answered.
 Faults: `errors[(api, broker, topic, partition)] = code` answers that code for that partition (api one of
 "metadata", "list_offsets", "offset_for_leader_epoch", "describe_topic_partitions"), `log_dir_errors[(broker,
 dir)]` marks a log dir offline, and a broker in `silent` accepts connections and reads requests but never answers.
@@ -37,11 +64,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
-from kafka.protocol.admin import DescribeLogDirsRequest, DescribeLogDirsResponse, \
-    DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
-from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest, \
+from kafka.protocol.admin import DescribeGroupsRequest, DescribeGroupsResponse, DescribeLogDirsRequest, \
+    DescribeLogDirsResponse, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, ListGroupsRequest, \
+    ListGroupsResponse
+from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse, OffsetCommitRequest, \
+    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, OffsetForLeaderEpochRequest, \
     OffsetForLeaderEpochResponse
-from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
+from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, \
+    FindCoordinatorResponse, MetadataRequest, MetadataResponse
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, \
     SaslHandshakeResponse
 
@@ -52,10 +82,18 @@ from audit.lab.loopback import LoopbackListeners
 (NONE, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, UNSUPPORTED_SASL_MECHANISM,
  UNSUPPORTED_VERSION, KAFKA_STORAGE_ERROR, SASL_AUTHENTICATION_FAILED, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
  OFFSET_NOT_AVAILABLE) = 0, 3, 5, 6, 33, 35, 56, 58, 74, 75, 78
+(OFFSET_METADATA_TOO_LARGE, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+ REBALANCE_IN_PROGRESS, INVALID_REQUEST, GROUP_ID_NOT_FOUND) = 12, 15, 16, 22, 25, 27, 42, 69
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1      # ListOffsetsRequest
 READ_COMMITTED = 1                                 # IsolationLevel
 UNKNOWN_VOLUME_BYTES = -1                          # DescribeLogDirsResponse
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648        # MetadataResponse / DescribeTopicPartitionsResponse
+INVALID_OFFSET = -1                                # OffsetFetchResponse: no committed offset
+OFFSET_METADATA_MAX_SIZE = 4096                    # GroupCoordinatorConfig.OFFSET_METADATA_MAX_SIZE_DEFAULT
+# AclEntry.supportedOperations(GROUP): READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (AclOperation codes);
+# kafka-python's DescribeGroupsResponse carries the bitfield as the set of its bits
+GROUP_OPERATIONS = frozenset({3, 6, 8, 10, 11})
+GROUP_KEY, TRANSACTION_KEY = 0, 1                 # CoordinatorType (SHARE, 2, needs FindCoordinator v6)
 
 # api key -> (name, request class, response class, max version served): Kafka 3.6.2's validVersions
 # (clients/src/main/resources/common/message/*Request.json at tag 3.6.2; DescribeTopicPartitions at 3.8.0)
@@ -66,6 +104,11 @@ _APIS = {
     23: ("offset_for_leader_epoch", OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 4),
     35: ("describe_log_dirs", DescribeLogDirsRequest, DescribeLogDirsResponse, 4),
     75: ("describe_topic_partitions", DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, 0),
+    10: ("find_coordinator", FindCoordinatorRequest, FindCoordinatorResponse, 4),
+    15: ("describe_groups", DescribeGroupsRequest, DescribeGroupsResponse, 5),
+    16: ("list_groups", ListGroupsRequest, ListGroupsResponse, 4),
+    9: ("offset_fetch", OffsetFetchRequest, OffsetFetchResponse, 8),
+    8: ("offset_commit", OffsetCommitRequest, OffsetCommitResponse, 8),     # 9 is latestVersionUnstable
     17: ("sasl_handshake", SaslHandshakeRequest, SaslHandshakeResponse, 1),
     36: ("sasl_authenticate", SaslAuthenticateRequest, SaslAuthenticateResponse, 2),
 }
@@ -115,6 +158,34 @@ class ServedReplica:
 
 
 @dataclass
+class ServedGroup:
+    """A group at its coordinator: what DescribeGroups and ListGroups say, and its commits. `group_type` "classic"
+    (ClassicGroup) or "consumer" (KIP-848's ConsumerGroup, modern/consumer/ConsumerGroup.java: DescribeGroups answers
+    it Dead, ListGroups lists it with its state, and its members commit with OffsetCommit v9+ only)."""
+
+    state: str = "Empty"          # ClassicGroupState: Empty, PreparingRebalance, CompletingRebalance, Stable, Dead
+    protocol_type: str = "consumer"
+    members: list[str] = field(default_factory=list)      # member ids (dynamic: client id + "-" + a UUID)
+    committed: dict[tuple[str, int], int] = field(default_factory=dict)    # (topic, partition) -> offset
+    protocol: str = "range"       # the chosen protocol, DescribeGroups' ProtocolData while Stable
+    generation: int = 0
+    group_type: str = "classic"
+
+
+@dataclass(frozen=True)
+class ServedCommit:
+    """One OffsetCommit request as received (`offsets`: (topic, partition, offset, leader epoch, metadata))."""
+
+    broker: int
+    version: int
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    offsets: tuple[tuple[str, int, int, int, str | None], ...]
+
+
+@dataclass
 class ServedCluster:
     cluster_id: str
     controller: int
@@ -129,6 +200,9 @@ class ServedCluster:
     followers_answer_epochs: bool = False
     describe_topic_partitions: bool = False
     sasl_plain: dict[str, str] | None = None     # username -> password: a SASL_PLAINTEXT listener with PLAIN
+    groups: dict[str, ServedGroup] = field(default_factory=dict)      # group id -> the group (classic or consumer)
+    group_coordinator: int | None = None         # the broker coordinating every group; None: the controller
+    commits: list[ServedCommit] = field(default_factory=list)         # every OffsetCommit received, in order
     # called as on_request(broker, api) under the lock before each answer: the lab moves traffic on here
     on_request: Callable[[int, str], None] | None = field(default=None, repr=False, compare=False)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
@@ -142,6 +216,11 @@ class ServedCluster:
 
     def topics(self) -> list[str]:
         return sorted({t for t, _ in self.partitions})
+
+    def coordinator(self) -> int:
+        """The group coordinator's broker id (KafkaApis.getCoordinator: the leader of the group's
+        __consumer_offsets partition; here one broker for every group)."""
+        return self.controller if self.group_coordinator is None else self.group_coordinator
 
 
 class _Broker:
@@ -390,6 +469,187 @@ class _Broker:
                 parts.append(Answer(error_code=error, partition=p.partition, leader_epoch=epoch, end_offset=end))
             topics.append(Topic(topic=t.topic, partitions=parts))
         return R(throttle_time_ms=0, topics=topics)
+
+    # -- group coordinator ------------------------------------------------------------------------------------
+    def _is_coordinator(self) -> bool:
+        return self.broker_id == self.state.coordinator()
+
+    def _find_coordinator(self, request, version: int):
+        """KafkaApis.handleFindCoordinatorRequest(LessThanV4 / V4AndAbove) + getCoordinator."""
+        R = FindCoordinatorResponse
+        keys = list(request.coordinator_keys) if version >= 4 else [request.key]
+        answers = []
+        for key in keys:
+            broker = self.state.brokers.get(self.state.coordinator())
+            if request.key_type not in (GROUP_KEY, TRANSACTION_KEY):      # SHARE needs v6 (and a share coordinator)
+                error, message = INVALID_REQUEST, "This most likely occurs because of a request being malformed " \
+                    "by the client library or the message was sent to an incompatible broker. See the broker " \
+                    "logs for more details."
+            elif broker is None:
+                error, message = COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."
+            else:
+                error, message = NONE, None
+            node = (broker.broker_id, broker.host, broker.port) if error == NONE else (-1, "", -1)   # Node.noNode
+            answers.append((key, error, message, node))
+        if version >= 4:
+            return R(throttle_time_ms=0, coordinators=[
+                R.Coordinator(key=key, node_id=node[0], host=node[1], port=node[2], error_code=error,
+                              error_message=message) for key, error, message, node in answers])
+        (_, error, message, (node_id, host, port)), = answers
+        # below v4 a success carries Errors.NONE.message(), "NONE" (Errors.message: toString() without an exception)
+        return R(throttle_time_ms=0, error_code=error, error_message=message if error != NONE else "NONE",
+                 node_id=node_id, host=host, port=port)
+
+    def _describe_groups(self, request, version: int):
+        """GroupMetadataManager.describeGroups (GroupCoordinatorService: NOT_COORDINATOR per group elsewhere)."""
+        R = DescribeGroupsResponse
+        Group = R.DescribedGroup
+        Member = Group.DescribedGroupMember
+        ops = version >= 3 and request.include_authorized_operations
+        out = []
+        for group_id in request.groups:
+            if not self._is_coordinator():
+                # DescribeGroupsRequest.getErrorDescribedGroupList: the group id and the error, defaults otherwise
+                out.append(Group(error_code=NOT_COORDINATOR, group_id=group_id, group_state="", protocol_type="",
+                                 protocol_data="", members=[], authorized_operations=None))
+                continue
+            g = self.state.groups.get(group_id)
+            if g is None or g.group_type != "classic":      # classicGroup(): GroupIdNotFoundException -> Dead
+                out.append(Group(error_code=NONE, group_id=group_id, group_state="Dead", protocol_type="",
+                                 protocol_data="", members=[], authorized_operations=set(GROUP_OPERATIONS) if ops
+                                 else None))
+                continue
+            stable = g.state == "Stable"
+            # ClassicGroupMember.describe / describeNoMetadata; the lab keeps no subscription nor assignment bytes.
+            # A dynamic member id is clientId + "-" + a UUID (ClassicGroup.generateMemberId): its client id is that
+            members = [Member(member_id=m, group_instance_id=None,
+                              client_id=m[:-37] if len(m) > 37 and m[-37] == "-" else "", client_host="/127.0.0.1",
+                              member_metadata=b"", member_assignment=b"") for m in g.members]
+            out.append(Group(error_code=NONE, group_id=group_id, group_state=g.state, protocol_type=g.protocol_type,
+                             protocol_data=g.protocol if stable else "", members=members,
+                             authorized_operations=set(GROUP_OPERATIONS) if ops else None))
+        return R(throttle_time_ms=0, groups=out)
+
+    def _list_groups(self, request, version: int):
+        """GroupMetadataManager.listGroups: the states filter (v4+) lower-cased and trimmed; Group.asListedGroup."""
+        R = ListGroupsResponse
+        wanted = {s.strip().lower() for s in request.states_filter} if version >= 4 and request.states_filter else None
+        groups = []
+        if self._is_coordinator():
+            for group_id, g in sorted(self.state.groups.items()):
+                if wanted is None or g.state.lower() in wanted:
+                    groups.append(R.ListedGroup(group_id=group_id, protocol_type=g.protocol_type, group_state=g.state,
+                                                group_type=g.group_type))
+        return R(throttle_time_ms=0, error_code=NONE, groups=groups)
+
+    def _fetched(self, group_id: str, topics: list[tuple[str, list[int]]] | None):
+        """(group error, [(topic, [(partition, offset)])]): OffsetMetadataManager.fetchOffsets (topics given) or
+        fetchAllOffsets (None); a Dead or unknown group reads as no commit (validateOffsetFetch ->
+        GroupIdNotFoundException: every partition -1, or no topics)."""
+        if not self._is_coordinator():
+            return NOT_COORDINATOR, []
+        g = self.state.groups.get(group_id)
+        # ClassicGroup.validateOffsetFetch refuses a Dead group; ConsumerGroup's takes the admin's (no member, epoch -1)
+        committed = g.committed if g is not None and (g.state != "Dead" or g.group_type != "classic") else {}
+        if topics is None:
+            names = sorted({t for t, _ in committed})
+            topics = [(t, sorted(p for tt, p in committed if tt == t)) for t in names]
+        return NONE, [(t, [(p, committed.get((t, p), INVALID_OFFSET)) for p in ps]) for t, ps in topics]
+
+    def _offset_fetch(self, request, version: int):
+        """KafkaApis.handleOffsetFetchRequestFromCoordinator; OffsetFetchResponse(groups, version): before v8 one
+        group and its error top level (v2+; a group error comes without partitions, so v0-1 show none)."""
+        R = OffsetFetchResponse
+        if version >= 8:
+            G = R.OffsetFetchResponseGroup
+            T = G.OffsetFetchResponseTopics
+            P = T.OffsetFetchResponsePartitions
+            groups = []
+            for req in request.groups:
+                topics = None if req.topics is None else [(t.name, list(t.partition_indexes)) for t in req.topics]
+                error, found = self._fetched(req.group_id, topics)
+                groups.append(G(group_id=req.group_id, error_code=error, topics=[
+                    T(name=t, partitions=[P(partition_index=p, committed_offset=o, committed_leader_epoch=-1,
+                                            metadata="", error_code=NONE) for p, o in ps]) for t, ps in found]))
+            return R(throttle_time_ms=0, groups=groups)
+        T = R.OffsetFetchResponseTopic
+        P = T.OffsetFetchResponsePartition
+        topics = None if request.topics is None else [(t.name, list(t.partition_indexes)) for t in request.topics]
+        error, found = self._fetched(request.group_id, topics)
+        return R(throttle_time_ms=0, error_code=error, topics=[
+            T(name=t, partitions=[P(partition_index=p, committed_offset=o, committed_leader_epoch=-1, metadata="",
+                                    error_code=NONE) for p, o in ps]) for t, ps in found])
+
+    def _commit_error(self, request, version: int) -> int:
+        """OffsetMetadataManager.validateOffsetCommit + ClassicGroup.validateOffsetCommit (not transactional);
+        a group created here is a simple group (getOrMaybeCreateClassicGroup: Empty, no protocol type)."""
+        if not self._is_coordinator():
+            return NOT_COORDINATOR
+        generation = request.generation_id_or_member_epoch if version >= 1 else -1
+        member = request.member_id if version >= 1 else ""
+        instance = request.group_instance_id if version >= 7 else None
+        g = self.state.groups.get(request.group_id)
+        if g is None:
+            if generation >= 0:
+                return GROUP_ID_NOT_FOUND if version >= 9 else ILLEGAL_GENERATION
+            g = self.state.groups[request.group_id] = ServedGroup(state="Empty", protocol_type="")
+        if g.group_type != "classic":
+            # ConsumerGroup.validateOffsetCommit: epoch -1 commits while the group has no member; otherwise the
+            # member must exist, and a modern-protocol member must use v9+ (which this server does not serve)
+            if generation < 0 and not g.members:
+                return NONE
+            return UNKNOWN_MEMBER_ID if member not in g.members else UNSUPPORTED_VERSION
+        if g.state == "Dead":
+            return COORDINATOR_NOT_AVAILABLE
+        if generation < 0 and g.state == "Empty":
+            return NONE
+        if generation >= 0 or member or instance is not None:
+            # validateMember: the lab has no static members, so an instance id names none
+            if instance is not None or member not in g.members:
+                return UNKNOWN_MEMBER_ID
+            if generation != g.generation:
+                return ILLEGAL_GENERATION
+        elif g.state != "Empty":
+            return UNKNOWN_MEMBER_ID
+        if g.state == "CompletingRebalance":
+            return REBALANCE_IN_PROGRESS
+        return NONE
+
+    def _offset_commit(self, request, version: int):
+        """KafkaApis.handleOffsetCommitRequest: unknown topics/partitions answered first, the rest validated and
+        committed by the coordinator (OffsetMetadataManager.commitOffset), merged as OffsetCommitResponse.Builder."""
+        s = self.state
+        s.commits.append(ServedCommit(
+            broker=self.broker_id, version=version, group_id=request.group_id,
+            generation_id=request.generation_id_or_member_epoch if version >= 1 else -1,
+            member_id=request.member_id if version >= 1 else "",
+            group_instance_id=request.group_instance_id if version >= 7 else None,
+            offsets=tuple((t.name, p.partition_index, p.committed_offset,
+                           p.committed_leader_epoch if version >= 6 else -1, p.committed_metadata)
+                          for t in request.topics for p in t.partitions)))
+        answers: dict[str, list[tuple[int, int]]] = {}
+        valid = []
+        for t in request.topics:
+            for p in t.partitions:
+                if (t.name, p.partition_index) in s.partitions:
+                    valid.append((t.name, p))
+                else:
+                    answers.setdefault(t.name, []).append((p.partition_index, UNKNOWN_TOPIC_OR_PARTITION))
+        if valid:
+            error = self._commit_error(request, version)
+            for topic, p in valid:
+                code = error
+                if code == NONE and p.committed_metadata is not None and \
+                        len(p.committed_metadata) > OFFSET_METADATA_MAX_SIZE:
+                    code = OFFSET_METADATA_TOO_LARGE
+                if code == NONE:
+                    s.groups[request.group_id].committed[(topic, p.partition_index)] = p.committed_offset
+                answers.setdefault(topic, []).append((p.partition_index, code))
+        R = OffsetCommitResponse
+        T = R.OffsetCommitResponseTopic
+        return R(throttle_time_ms=0, topics=[
+            T(name=t, partitions=[T.OffsetCommitResponsePartition(partition_index=p, error_code=e) for p, e in ps])
+            for t, ps in answers.items()])
 
 
 class AdminServer:

@@ -11,6 +11,11 @@ cluster with the real collectors, returning the CollectionReport and the cluster
   (`b<id>.<cluster>.lab:9092`) so that the same mapping gives the same bytes.
 - MirrorMaker 2 flows into the cluster are written straight into the sink in the reader's layout (mm2_read.py).
 
+An incident check (`scope`: audit.contracts.Scope with subject patterns): the admin collector and the scanner
+get the scope as in production (only the wanted topic-partitions are asked about or read; Metadata, each dir's
+own files and the MirrorMaker 2 documents stay whole); the system's `collect` also wraps the sink and scopes the
+ground truth (audit/systems/kafka.py).
+
 Every read instant is virtual: the scanner's and the admin collector's clocks read the instant of their read, so
 the same mapping, thresholds and as_of give the same raw bytes and the same truth, in any process. Clusters of
 one mapping share one simulated world (memoised per process: collecting its clusters in a row simulates once)."""
@@ -122,7 +127,8 @@ def _write_dir(root: str, files: dict[str, bytes]) -> None:
             f.write(data)
 
 
-def scan_brokers(world: World, name: str, sink, report: CollectionReport) -> dict[int, dict[int, ReadAt]]:
+def scan_brokers(world: World, name: str, sink, report: CollectionReport,
+                 scope: Any = None) -> dict[int, dict[int, ReadAt]]:
     """Every broker's captured log dirs through the real scanner; returns the read instants per broker and dir."""
     col = world.collections[name]
     reads: dict[int, dict[int, ReadAt]] = {}
@@ -132,7 +138,7 @@ def scan_brokers(world: World, name: str, sink, report: CollectionReport) -> dic
                 path = os.path.join(tmp, f"broker-{broker}", f"dir{d}")
                 _write_dir(path, files)
                 result = scan_log_dir(path, broker, _ScanSink(sink, path, log_dir_path(d)), dir_index=d,
-                                      now_ms=lambda at=image.at_ms: at)
+                                      now_ms=lambda at=image.at_ms: at, scope=scope)
                 for k, n in result.counts.items():
                     report.count(k, n)
                 for gap in result.gaps:
@@ -142,7 +148,7 @@ def scan_brokers(world: World, name: str, sink, report: CollectionReport) -> dic
     return reads
 
 
-def read_admin(world: World, name: str, sink, report: CollectionReport) -> None:
+def read_admin(world: World, name: str, sink, report: CollectionReport, scope: Any = None) -> None:
     """The real admin collector against the captured cluster on loopback, at the admin read instant."""
     col = world.collections[name]
     state = col.served
@@ -154,7 +160,7 @@ def read_admin(world: World, name: str, sink, report: CollectionReport) -> None:
                                   sasl=None, timeouts=SimpleNamespace(request_s=ADMIN_TIMEOUT_S))
         try:
             collect_admin(cluster, _AdminSink(sink, name), report, SecretResolver(environ={}),
-                          now_ms=lambda: col.admin_at_ms)
+                          now_ms=lambda: col.admin_at_ms, scope=scope)
         except Exception as exc:     # a collector failure is a coverage gap here as it would be in production
             report.gap(f"{name} admin", "admin documents (read stopped)", f"{type(exc).__name__}: {exc}")
 
@@ -176,15 +182,17 @@ def write_mm2(world: World, name: str, cluster, sink, report: CollectionReport) 
                        f"the lab world has no flow {source} -> {name}")
 
 
-def collect(cluster, sink, secrets, as_of_ms: int, thresholds: Any = None) -> tuple[CollectionReport, dict]:
+def collect(cluster, sink, secrets, as_of_ms: int, thresholds: Any = None,
+            scope: Any = None) -> tuple[CollectionReport, dict]:
     """`cluster` is a KafkaCluster with source "lab"; `secrets` is unused (the lab has no credentials);
-    `thresholds`: the estate's KafkaThresholds (or a mapping of its keys), which the ground truth judges by."""
+    `thresholds`: the estate's KafkaThresholds (or a mapping of its keys), which the ground truth judges by;
+    `scope`: an incident check's Scope (None: everything; the truth returned is the whole cluster's either way)."""
     del secrets
     lab, settings = split_inputs(cluster.lab, thresholds)
     config = parse_kafka_lab(lab)
     world = lab_world(config, as_of_ms, cluster.name)
     report = CollectionReport(SYSTEM, cluster.name)
-    read_admin(world, cluster.name, sink, report)
-    reads = scan_brokers(world, cluster.name, sink, report)
+    read_admin(world, cluster.name, sink, report, scope)
+    reads = scan_brokers(world, cluster.name, sink, report, scope)
     write_mm2(world, cluster.name, cluster, sink, report)
     return report, lab_truth(world, cluster.name, reads, settings)

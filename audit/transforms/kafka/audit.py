@@ -7,6 +7,10 @@ epoch checkpoint and checkpointed offsets; the driver builds one PartitionState 
 Spark assembles each group's offsets and the sync and checkpoint records; translation and failover bounds are
 computed per upstream partition and the domain judges the group-partitions that need it.
 
+An incident check (`request.scope` with subject patterns, docs/incident.md): only the wanted topic-partitions are
+judged (state.compute), and of MirrorMaker 2 only the group-partitions whose upstream or remote topic-partition is
+wanted (mm2_state.audit); every metric, finding and "not judged" item is theirs.
+
 The outputs are built on the driver (a few hundred thousand rows at most) and written as one Parquet file per
 folder; each folder is replaced as a whole, like common.write does."""
 from __future__ import annotations
@@ -163,10 +167,10 @@ def run(spark: SparkSession, tables_dir: str, root: str, request: AuditRequest) 
     returns {kafka_partitions, kafka_replicas, kafka_mm2_failover, kafka_coverage, kafka_violations: rows,
     kafka_violations_by_check}."""
     by_cluster, default = settings_by_cluster(request)
-    assembled, kernel = state.compute(spark, tables_dir)
+    assembled, kernel = state.compute(spark, tables_dir, request.scope)
     out = judge_partitions(request.run_id, assembled, kernel, by_cluster, default, declared_brokers(request))
     tolerance = getattr(request.thresholds, "kafka_mm2_redelivery_tolerance", DEFAULT_REDELIVERY_TOLERANCE)
-    mm2 = mm2_state.audit(spark, tables_dir, request.run_id, request.clusters, tolerance)
+    mm2 = mm2_state.audit(spark, tables_dir, request.run_id, request.clusters, tolerance, request.scope)
     out["violations"] += mm2["violations"]
     out["kafka_coverage"] += mm2["coverage"]
     out["kafka_mm2_failover"] = mm2["failover"]

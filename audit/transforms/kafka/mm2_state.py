@@ -40,6 +40,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from audit.domain.kafka.mm2 import GroupPartition, Mm2Settings, rule_for_version
+from audit.domain.kafka.subjects import flow_wanted
 from audit.transforms.common import has_table
 from audit.transforms.kafka import audit_rows as rows
 from audit.transforms.kafka.mm2_eval import NULL, Groups, evaluate, judged, needs_rules
@@ -291,13 +292,34 @@ def _failover_table(gp: pa.Table, cols: dict, result: dict, rule_col: list, sync
     return pa.Table.from_arrays([data[f.name].cast(f.type) for f in schema], schema=schema)
 
 
-def audit(spark: SparkSession, tables_dir: str, run_id: str, clusters: Iterable, tolerance: int) -> dict:
-    """{"failover": Arrow table, "violations": rows, "coverage": rows}; nothing to do without MirrorMaker 2 tables."""
+def in_scope(gp: pa.Table, declared: dict, scope) -> pa.Table:
+    """The group-partitions an incident check's `scope` wants: by the upstream topic-partition or the remote one on
+    the target (`<alias><separator><topic>`, the flow's declared separator)."""
+    keys = zip(*(gp.column(c).to_pylist() for c in (*FLOW, "topic", "partition")))
+    keep = [topic is not None and partition is not None and
+            flow_wanted(scope, topic, partition, alias, declared.get((cluster, alias), (".",))[0])
+            for cluster, alias, topic, partition in keys]
+    return gp.filter(pa.array(keep, pa.bool_()))
+
+
+def audit(spark: SparkSession, tables_dir: str, run_id: str, clusters: Iterable, tolerance: int,
+          scope=None) -> dict:
+    """{"failover": Arrow table, "violations": rows, "coverage": rows}; nothing to do without MirrorMaker 2 tables.
+    `scope`: an incident check's audit.contracts.Scope; with subject patterns the groups and syncs are read whole
+    and only the wanted group-partitions (in_scope) are judged; an internal topic not read to its end is a gap of
+    the flows that still have one."""
     if not any(has_table(os.path.join(tables_dir, name)) for name in (MM2_SYNCS, MM2_CHECKPOINTS, MM2_GROUPS)):
         return {"failover": rows.arrow_schema(rows.MM2_FAILOVER).empty_table(), "violations": [], "coverage": []}
     declared = flows(clusters)
     gp = group_partitions(spark, tables_dir, declared).toArrow()
+    scoped = scope is not None and bool(scope.subjects)
+    if scoped:
+        gp = in_scope(gp, declared, scope)
     records = sync_records(spark, tables_dir)
     out = evaluate_all(gp, _syncs_by_partition(records), declared, run_id, tolerance, first_sync_offsets(records))
-    out["coverage"] += [rows.coverage(run_id, c) for c in unread_topics(spark, tables_dir)]
+    unread = unread_topics(spark, tables_dir)
+    if scoped:
+        judged_flows = set(zip(*(gp.column(c).to_pylist() for c in FLOW)))
+        unread = [c for c in unread if (c["cluster"], c["source"]) in judged_flows]
+    out["coverage"] += [rows.coverage(run_id, c) for c in unread]
     return out

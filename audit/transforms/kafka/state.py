@@ -8,7 +8,13 @@ computes state from the data, the domain's pure rules turn it into verdicts).
 2. kafka_batches (up to 1e7+ rows): only numeric columns, hash-partitioned by pkey so that every batch of a
    partition lands in one task; batch_state.replica_rows runs over each task's rows at once with numpy
    (mapInArrow, no Python call per partition). Parameters travel as a broadcast variable.
-3. The kernel's rows (one per replica) back to the driver as Arrow."""
+3. The kernel's rows (one per replica) back to the driver as Arrow.
+
+An incident check (`scope` with subject patterns): only the wanted topic-partitions are judged. The replica,
+epoch, metadata and batch rows of the others are left out before anything is assembled (a left semi join on the
+wanted (cluster, topic, partition) keys): a log dir's checkpoint files list every partition of the dir, and
+Metadata, ListOffsets or a KRaft replay speak of every partition of the cluster, but none of those is judged
+without the partition being asked for."""
 from __future__ import annotations
 
 import math
@@ -20,6 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from audit.domain.kafka.subjects import wanted
 from audit.transforms.common import has_table, read, rows_written
 from audit.transforms.kafka import batch_state
 from audit.transforms.kafka.replicas import Assembled, assemble
@@ -99,12 +106,27 @@ def scanned_brokers(spark: SparkSession, tables_dir: str) -> dict[str, set[int]]
     return out
 
 
-def compute(spark: SparkSession, tables_dir: str) -> tuple[Assembled, pa.Table]:
-    """(assembled partitions with their kernel parameters, the kernel's per-replica rows)."""
-    assembled = assemble(*driver_inputs(table(spark, tables_dir, REPLICAS), table(spark, tables_dir, EPOCHS),
-                                        table(spark, tables_dir, PARTITIONS)))
+PARTITION_KEY = ["cluster", "topic", "partition"]
+
+
+def in_scope(spark: SparkSession, tables: dict[str, DataFrame], scope) -> dict[str, DataFrame]:
+    """`tables` (name -> DataFrame with cluster, topic, partition) narrowed to the topic-partitions `scope` wants,
+    judged by name on the driver over the replicas' distinct partitions (a few thousand at most)."""
+    found = tables[REPLICAS].select(*PARTITION_KEY).where(F.col("partition").isNotNull()).distinct().collect()
+    keep = [tuple(r) for r in found if r["topic"] is not None and wanted(scope, r["topic"], r["partition"])]
+    keys = F.broadcast(spark.createDataFrame(keep, tables[REPLICAS].select(*PARTITION_KEY).schema))
+    return {name: df.join(keys, PARTITION_KEY, "left_semi") for name, df in tables.items()}
+
+
+def compute(spark: SparkSession, tables_dir: str, scope=None) -> tuple[Assembled, pa.Table]:
+    """(assembled partitions with their kernel parameters, the kernel's per-replica rows). `scope`: an incident
+    check's audit.contracts.Scope; with subject patterns only the topic-partitions it wants are judged."""
+    tables = {name: table(spark, tables_dir, name) for name in (REPLICAS, EPOCHS, PARTITIONS, BATCHES)}
+    if scope is not None and scope.subjects:
+        tables = in_scope(spark, tables, scope)
+    assembled = assemble(*driver_inputs(tables[REPLICAS], tables[EPOCHS], tables[PARTITIONS]))
     assembled.scanned = scanned_brokers(spark, tables_dir)
     if not assembled.partitions:
         return assembled, batch_state.OUT_SCHEMA.empty_table()
-    rows = kernel_rows(spark, table(spark, tables_dir, BATCHES), assembled.params, task_count(spark, tables_dir))
+    rows = kernel_rows(spark, tables[BATCHES], assembled.params, task_count(spark, tables_dir))
     return assembled, rows

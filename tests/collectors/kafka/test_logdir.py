@@ -234,3 +234,42 @@ def test_scan_speed_smoke(tmp_path):
     result = scan_log_dir(str(d), 1, store.put)
     assert result.counts["batches_indexed"] == n and result.counts["segment_bytes_read"] == len(data)
     shutil.rmtree(d)
+
+
+def test_an_incident_check_skips_the_partition_dirs_it_does_not_want(tmp_path, monkeypatch):
+    from audit.contracts import Scope
+
+    d = standard_log_dir(tmp_path / "d", broker=1)
+    write_partition(d, "__cluster_metadata-0", {0: batches(0, 1, 1)}, [(1, 0)])
+    opened = []
+    real_scandir = os.scandir
+
+    def scandir(path):            # which partition dirs were listed at all
+        opened.append(os.path.basename(os.fspath(path)))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    store = Store()
+    result = scan_log_dir(str(d), 1, store.put, scope=Scope(subjects=("orders-1",)))
+    scan = result.scan
+    # only orders-1 (by its partition name) and the cluster's metadata log are read; orders-0 and legacy-0 are
+    # named in scan.json as not in scope, neither listed nor read, and are not gaps
+    assert scan["partitions"] == ["__cluster_metadata-0", "orders-1"]
+    assert {"dir": "orders-0", "why": "not in scope"} in scan["skipped"]
+    assert {"dir": "legacy-0", "why": "not in scope"} in scan["skipped"]
+    assert "orders-0" not in opened and "legacy-0" not in opened and "orders-1" in opened
+    assert not any(k.startswith(("brokers/1/dir0/orders-0/", "brokers/1/dir0/legacy-0/")) for k in store)
+    assert "brokers/1/dir0/orders-1/batches.json" in store
+    assert result.gaps == []
+    assert result.counts["partition_dirs_not_in_scope"] == 2 and result.counts["partition_dirs_skipped"] == 0
+    assert result.counts["partitions_indexed"] == 2
+    # the dir's own files list every partition: evidence byte for byte, kept whole
+    for name in ("meta.properties", "replication-offset-checkpoint", "recovery-point-offset-checkpoint",
+                 "log-start-offset-checkpoint", "cleaner-offset-checkpoint"):
+        assert store[f"brokers/1/dir0/{name}"] == (d / name).read_bytes()
+    # a topic pattern wants every partition of the topic; no subject: everything
+    both = Store()
+    assert scan_log_dir(str(d), 1, both.put, scope=Scope(subjects=("ord*",))).scan["partitions"] == [
+        "__cluster_metadata-0", "orders-0", "orders-1"]
+    whole = Store()
+    assert "partition_dirs_not_in_scope" not in scan_log_dir(str(d), 1, whole.put, scope=Scope()).counts
