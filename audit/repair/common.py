@@ -28,3 +28,10 @@ def error_item(system: str, exc: RepairInputError, **where: Any) -> dict[str, An
     """{"status": "error", "system", **where, "field", "expected", "error"}: an input no plan could be made from."""
     return {"status": "error", "system": system, **where, "field": exc.field, "expected": exc.expected,
             "error": str(exc)}
+
+
+def plans_in_file(doc: Mapping[str, Any]) -> list[dict]:
+    """Every plan of a run's reports/repair_plan.json, every system's, in key order ("plans" and "<system>_plans":
+    the layout audit.report.build.repair_plan_file writes)."""
+    return [p for key, plans in sorted(doc.items()) if (key == "plans" or key.endswith("_plans"))
+            and isinstance(plans, list) for p in plans if isinstance(p, dict) and "plan_id" in p]

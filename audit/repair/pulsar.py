@@ -86,7 +86,7 @@ def _error_item(i: int, row: Any, exc: RepairInputError) -> dict[str, Any]:
                       source_cluster=get("source_cluster"), target_cluster=get("target_cluster"))
 
 
-def _text(row: Mapping[str, Any], src: str, key: str) -> str:
+def required_text(row: Mapping[str, Any], src: str, key: str) -> str:
     value = row.get(key)
     if not isinstance(value, str) or not value:
         raise RepairInputError(src, key, "a non-empty string")
@@ -94,11 +94,15 @@ def _text(row: Mapping[str, Any], src: str, key: str) -> str:
 
 
 def _position(row: Mapping[str, Any], src: str, key: str) -> tuple[int, int]:
-    value = row.get(key)
-    m = _POSITION.fullmatch(value) if isinstance(value, str) else None
-    if m is None:
-        raise RepairInputError(src, key, f"a position 'ledgerId:entryId', got {value!r}")
-    return int(m.group(1)), int(m.group(2))
+    return position_field(row.get(key), src, key)
+
+
+def position_field(value: Any, src: str, field: str) -> tuple[int, int]:
+    """A broker position 'L:E' of a plan or a failover row; RepairInputError naming `field` otherwise."""
+    pos = parse_position(value)
+    if pos is None:
+        raise RepairInputError(src, field, f"a position 'ledgerId:entryId', got {value!r}")
+    return pos
 
 
 def _count(row: Mapping[str, Any], src: str, key: str) -> int:
@@ -140,8 +144,8 @@ def _plan_row(i: int, row: Any, urls: Mapping[str, str], chunk_size: int) -> dic
     src = _label(i, row)
     if not isinstance(row, Mapping):
         raise RepairInputError(src, "(row)", "a mapping of metrics/pulsar_failover columns")
-    topic, sub = _text(row, src, "topic"), _text(row, src, "subscription")
-    source, target = _text(row, src, "source_cluster"), _text(row, src, "target_cluster")
+    topic, sub = required_text(row, src, "topic"), required_text(row, src, "subscription")
+    source, target = required_text(row, src, "source_cluster"), required_text(row, src, "target_cluster")
     m = _TOPIC.fullmatch(topic)
     if m is None:
         raise RepairInputError(src, "topic", "a persistent topic 'persistent://tenant/namespace/topic'")
@@ -163,12 +167,14 @@ def _plan_row(i: int, row: Any, urls: Mapping[str, str], chunk_size: int) -> dic
         "cluster": target, "source_cluster": source, "topic": topic, "subscription": sub,
         "admin_url": admin,
         "preconditions": {
-            "target_mark_delete_position": _fmt(current), "to_acknowledge_count": counts["to_acknowledge_count"],
+            "target_mark_delete_position": format_position(current),
+            "to_acknowledge_count": counts["to_acknowledge_count"],
             "verify": f"bin/pulsar-admin{_admin_flag(admin)} topics stats-internal {shlex.quote(topic)}",
-            "refuse_if": f"cursors[{sub!r}].markDeletePosition is not {_fmt(current)} (the cursor moved after "
-                         f"the audit: re-run the audit instead of applying this plan)"},
-        "observed": {"source_mark_delete_position": _fmt(source_mdp), "target_mark_delete_position": _fmt(current),
-                     "exact_target_mark_delete_position": _fmt(exact),
+            "refuse_if": f"cursors[{sub!r}].markDeletePosition is not {format_position(current)} (the cursor moved "
+                         f"after the audit: re-run the audit instead of applying this plan)"},
+        "observed": {"source_mark_delete_position": format_position(source_mdp),
+                     "target_mark_delete_position": format_position(current),
+                     "exact_target_mark_delete_position": format_position(exact),
                      "expected_target_mark_delete_position": row.get("expected_target_mdp"),
                      "redelivered": counts["redelivered"], "skipped": counts["skipped"], "lost": counts["lost"],
                      "complete": row.get("complete")},
@@ -183,7 +189,7 @@ def _plan_row(i: int, row: Any, urls: Mapping[str, str], chunk_size: int) -> dic
     return plan
 
 
-def _fmt(pos: tuple[int, int]) -> str:
+def format_position(pos: tuple[int, int]) -> str:
     return f"{pos[0]}:{pos[1]}"
 
 
@@ -198,20 +204,21 @@ def _reset_step(parts: tuple[str, ...], topic: str, sub: str, exact: tuple[int, 
             f"/subscription/{quote(sub, safe='')}/resetcursor")
     direction = "none" if exact == current else "backward" if exact < current else "forward"
     return {
-        "step": 1, "action": "reset_cursor", "from": _fmt(current), "to": _fmt(exact), "direction": direction,
+        "step": 1, "action": "reset_cursor", "from": format_position(current), "to": format_position(exact),
+        "direction": direction,
         "http": {"method": "POST", "url": (admin or f"<admin url of {target}>") + path,
                  "body": reset_body(exact)},
         "command": f"bin/pulsar-admin{_admin_flag(admin)} topics reset-cursor {shlex.quote(topic)} "
-                   f"-s {shlex.quote(sub)} -m {_fmt(exact)} -e",
+                   f"-s {shlex.quote(sub)} -m {format_position(exact)} -e",
         "post_check": {
-            "mark_delete_position": _fmt(exact), "individually_deleted": [],
-            "equivalent": (f"{_fmt(exact)} or, when ledger {exact[0]} is not the first of the topic's ledgers in "
-                           f"stats-internal, the last entry of the non-empty ledger before it (the broker stores "
-                           f"the entry before the new readPosition)" if exact[1] < 0 else
-                           f"exactly {_fmt(exact)}: one entry earlier means the broker did not apply the "
+            "mark_delete_position": format_position(exact), "individually_deleted": [],
+            "equivalent": (f"{format_position(exact)} or, when ledger {exact[0]} is not the first of the topic's "
+                           f"ledgers in stats-internal, the last entry of the non-empty ledger before it (the "
+                           f"broker stores the entry before the new readPosition)" if exact[1] < 0 else
+                           f"exactly {format_position(exact)}: one entry earlier means the broker did not apply the "
                            f"exclude flag (stop there)")},
         # excluded: the broker seeks to the entry after L:E, so the markDeletePosition lands AT L:E.
-        "why": f"after the reset the markDeletePosition is {_fmt(exact)}, delivery resumes after it and the "
+        "why": f"after the reset the markDeletePosition is {format_position(exact)}, delivery resumes after it and the "
                f"target's individually-acknowledged ranges are cleared (step 2 puts back the right ones)",
     }
 
@@ -228,13 +235,13 @@ def reset_landed(expected: str, observed: str, ledgers: list[tuple[int, int]]) -
     `ledgers`: the topic's (ledgerId, entries) in stats-internal order. A reset AT `L:-1` seeks to `L:0`, and
     the broker stores the entry before that readPosition (ManagedLedgerImpl.getPreviousPosition): the last
     entry of the nearest earlier non-empty ledger, or `L:-1` when no earlier ledger is listed."""
-    want, got = _parse(expected), _parse(observed)
+    want, got = parse_position(expected), parse_position(observed)
     if want is None or got is None:
         raise ValueError(f"positions 'L:E' expected, got {expected!r} and {observed!r}")
     return got == want or (want[1] == -1 and got == _previous_entry(want[0], ledgers))
 
 
-def _parse(text: str) -> tuple[int, int] | None:
+def parse_position(text: Any) -> tuple[int, int] | None:
     m = _POSITION.fullmatch(text) if isinstance(text, str) else None
     return (int(m.group(1)), int(m.group(2))) if m else None
 
@@ -252,8 +259,8 @@ def _ack_step(topic: str, sub: str, acks: list[tuple[int, int]], full_count: int
     step: dict[str, Any] = {
         "step": 2, "action": "acknowledge_individually", "positions_total": full_count,
         "positions_listed": len(acks), "remaining": full_count - len(acks),
-        "chunks": [{"index": n, "first": _fmt(c[0]), "last": _fmt(c[-1]), "count": len(c),
-                    "positions": [_fmt(p) for p in c]} for n, c in enumerate(chunks)],
+        "chunks": [{"index": n, "first": format_position(c[0]), "last": format_position(c[-1]), "count": len(c),
+                    "positions": [format_position(p) for p in c]} for n, c in enumerate(chunks)],
         # Each partition is its own topic in the plan: the consumer subscribes to it directly, so the
         # MessageId partition is -1; entries are acked whole (batch index -1).
         "client": "pulsar-client (Python)",
@@ -281,9 +288,9 @@ def _warnings(current: tuple[int, int], exact: tuple[int, int], counts: Mapping[
               complete: Any) -> list[str]:
     out = []
     if exact < current:
-        out.append(f"the reset moves the cursor BACKWARD from {_fmt(current)} to {_fmt(exact)}: it un-acks "
-                   f"everything after {_fmt(exact)}, so every message after it that step 2 does not acknowledge "
-                   f"is delivered (again) to the subscription's consumers")
+        out.append(f"the reset moves the cursor BACKWARD from {format_position(current)} to "
+                   f"{format_position(exact)}: it un-acks everything after {format_position(exact)}, so every message "
+                   f"after it that step 2 does not acknowledge is delivered (again) to the subscription's consumers")
     if counts["skipped"]:
         out.append(f"{counts['skipped']} message(s) the target had skipped will be delivered "
                    f"({counts['lost']} of them never reached a consumer on the source)")

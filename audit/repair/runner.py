@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from audit.contracts import RepairAction
-from audit.repair.common import RepairInputError, plan_id as hash_plan
+from audit.repair.common import RepairInputError, plan_id as hash_plan, plans_in_file
 from audit.repair.log import AuditLog, records
 from audit.store.base import ObjectStore
 from audit.store.run import list_runs
@@ -70,14 +70,12 @@ def find_plan(store: ObjectStore, estate: str, plan_id: str) -> SavedPlan:
             if not obj["key"].endswith(PLAN_FILE):
                 continue
             data = store.get(obj["key"])
-            plans = [(k, p) for k, v in json.loads(data).items() if k.endswith("plans") and isinstance(v, list)
-                     for p in v if isinstance(p, dict) and p.get("plan_id") == plan_id]
-            if not plans:
+            plan = next((p for p in plans_in_file(json.loads(data)) if p["plan_id"] == plan_id), None)
+            if plan is None:
                 continue
             if hashlib.sha256(data).hexdigest() != obj.get("sha256"):
                 raise RepairRefused(plan_id, f"{obj['key']} changed after run {run.run_id} was published (its "
                                              "sha256 is not the manifest's)")
-            plan = plans[0][1]
             return SavedPlan(plan, str(plan.get("system", "")), run.run_id, run.created, obj["key"])
     raise RepairRefused(plan_id, f"no published run of estate {estate!r} holds this plan")
 
@@ -157,11 +155,10 @@ def run_plan(store: ObjectStore, estate: Any, plan_id: str, *, secrets: Any, app
     except RepairRefused as exc:
         log.write("refused", reason=exc.reason)
         raise
-    text = describe(saved, actions)
     log.write("plan", run_id=saved.run_id, planned_at=saved.planned_at.isoformat(), system=saved.system,
-              cluster=saved.plan.get("cluster"), actions=len(actions))
+              cluster=saved.plan.get("cluster"), actions=len(actions), key=saved.key)
     if on_describe:
-        on_describe(text)
+        on_describe(describe(saved, actions))
     outcome = Outcome(plan_id, mode, DRY_RUN_OK if dry_run else APPLIED)
     for step, action in enumerate(actions, 1):
         where = {"step": step, "action": action.name, "target": action.target}
@@ -221,9 +218,7 @@ def saved_plans(store: ObjectStore, estate: str, run_id: str | None = None) -> t
             continue
         keys = [o["key"] for o in run.objects("reports") if o["key"].endswith(PLAN_FILE)]
         if keys:
-            doc = json.loads(store.get(keys[0]))
-            return run.run_id, [p for k, v in sorted(doc.items()) if k.endswith("plans") and isinstance(v, list)
-                                for p in v if isinstance(p, dict) and "plan_id" in p]
+            return run.run_id, plans_in_file(json.loads(store.get(keys[0])))
         if run_id:
             break
     raise RepairRefused(run_id or "-", f"no published run{' ' + run_id if run_id else ''} of estate {estate!r} "

@@ -279,14 +279,16 @@ def read_bookie_inventory(client: Any, root: str, sink: RawSink, report: Collect
     return lists
 
 
-def connect(zk_hosts: str, timeout_s: float, auth_data: list[tuple[str, str]] | None = None) -> Any:
-    """A started, read-only-capable kazoo client (raises kazoo's timeout error when unreachable).
+def connect(zk_hosts: str, timeout_s: float, auth_data: list[tuple[str, str]] | None = None, *,
+            read_only: bool = True) -> Any:
+    """A started kazoo client (raises kazoo's timeout error when unreachable); `read_only`: it may also connect to
+    a server in read-only mode (a collector); False for a client that writes (an approved repair).
     `auth_data`: e.g. [("digest", "user:password")]."""
     from kazoo.client import KazooClient
 
     quiet_kazoo_logging()
     # Session timeout at least 10 s: a short one expires the session during a long walk's GC pause.
-    client = KazooClient(hosts=zk_hosts, timeout=max(timeout_s, 10.0), read_only=True, auth_data=auth_data)
+    client = KazooClient(hosts=zk_hosts, timeout=max(timeout_s, 10.0), read_only=read_only, auth_data=auth_data)
     try:
         client.start(timeout=timeout_s)
     except BaseException:

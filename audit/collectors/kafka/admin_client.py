@@ -160,8 +160,8 @@ class BootstrapFailed(Exception):
 
 
 @contextmanager
-def bootstrapped(cluster: Any, secrets: Any,
-                 factory: Callable[..., KafkaAdminClient] = KafkaAdminClient) -> Iterator[tuple[KafkaAdminClient, dict]]:
+def bootstrapped(cluster: Any, secrets: Any, factory: Callable[..., KafkaAdminClient] = KafkaAdminClient
+                 ) -> Iterator[tuple[KafkaAdminClient, dict]]:
     """(client, its settings) bootstrapped from the estate entry, closed on exit; SASL secrets kept out of
     kafka-python's logs meanwhile. A failed bootstrap raises BootstrapFailed, its IO thread stopped."""
     config = client_config(cluster, secrets.resolve)

@@ -20,8 +20,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping
 
-from audit.collectors.bookkeeper.zk_metadata import normalize_root
-from audit.collectors.zkread import quiet_kazoo_logging
+from audit.collectors.bookkeeper.zk_metadata import connect, normalize_root
 from audit.contracts import Precheck, RepairAction
 from audit.formats.bookkeeper.ledger_metadata import decode_znode, ledger_id_from_znode_path
 from audit.formats.bookkeeper.proto.DataFormats_pb2 import UnderreplicatedLedgerFormat
@@ -188,14 +187,10 @@ def _planned(plan: Mapping[str, Any]) -> list[tuple[int, list[str], dict[str, An
 # -------------------------------------------------------------------------------------------------- ZooKeeper
 @contextmanager
 def _session(zk_cfg: Any, secrets: Any, timeouts: Any) -> Iterator[Any]:
-    """A read-write kazoo session, always stopped and closed (no threads left behind)."""
-    from kazoo.client import KazooClient
-
-    quiet_kazoo_logging()  # getData replies carry ledger passwords
+    """A read-write session on the cluster's ZooKeeper (the collector's connect), always stopped and closed."""
     auth = [("digest", secrets.resolve(zk_cfg.digest_auth))] if zk_cfg.digest_auth is not None else None
-    client = KazooClient(hosts=zk_cfg.hosts, timeout=max(float(timeouts.request_s), 10.0), auth_data=auth)
+    client = connect(zk_cfg.hosts, float(timeouts.request_s), auth, read_only=False)
     try:
-        client.start(timeout=float(timeouts.connect_s))
         yield client
     finally:
         client.stop()

@@ -27,9 +27,8 @@ from audit.contracts import Precheck, RepairAction
 from audit.domain.pulsar.positions import Position
 from audit.formats.pulsar.stats_internal import StatsInternal, decode_stats_internal
 from audit.repair.common import RepairInputError
-from audit.repair.pulsar import reset_landed
+from audit.repair.pulsar import format_position, position_field, required_text, reset_landed
 
-_POSITION = re.compile(r"(\d+):(-1|\d+)")
 _PLACEHOLDER = re.compile(r"<admin url of [^>]*>")
 WS_CONSUMER = "/ws/v2/consumer/persistent"
 # Shared: acks from a second consumer do not need the others gone; receiverQueueSize 0 and pullMode: the session
@@ -96,7 +95,7 @@ def actions(plan: Mapping, cluster: Any, secrets: Any, *, websocket_url: str | N
         raise RepairInputError(src, "status", f"'planned', got {plan.get('status')!r}")
     if plan.get("system") != "pulsar":
         raise RepairInputError(src, "system", f"'pulsar', got {plan.get('system')!r}")
-    topic, sub, name = _text(plan, src, "topic"), _text(plan, src, "subscription"), _text(plan, src, "cluster")
+    topic, sub, name = (required_text(plan, src, key) for key in ("topic", "subscription", "cluster"))
     try:
         topic_name = parse_topic(topic)
     except ValueError:
@@ -109,7 +108,8 @@ def actions(plan: Mapping, cluster: Any, secrets: Any, *, websocket_url: str | N
     pre = plan.get("preconditions")
     if not isinstance(pre, Mapping):
         raise RepairInputError(src, "preconditions", "a mapping")
-    seen = _position(pre.get("target_mark_delete_position"), src, "preconditions.target_mark_delete_position")
+    seen = position_field(pre.get("target_mark_delete_position"), src,
+                          "preconditions.target_mark_delete_position")
     steps = plan.get("steps")
     if not isinstance(steps, list) or not steps or not all(isinstance(s, Mapping) for s in steps):
         raise RepairInputError(src, "steps", "a list of step mappings")
@@ -127,30 +127,12 @@ def actions(plan: Mapping, cluster: Any, secrets: Any, *, websocket_url: str | N
             base = (websocket_url or websocket_base(cluster.admin_url)).rstrip("/")
             url = (f"{base}{WS_CONSUMER}/{quote(topic_name.tenant)}/{quote(topic_name.namespace)}/"
                    f"{quote(topic_name.local)}/{quote(sub)}?{urllib.parse.urlencode(WS_QUERY)}")
-            after = _position(reset.get("to"), src, "steps[reset_cursor].to")
+            after = position_field(reset.get("to"), src, "steps[reset_cursor].to")
             out.append(_ack_action(cursor, url, topic, sub, after, positions, sleep))
     return out
 
 
 # -- plan fields ---------------------------------------------------------------------------------------------------
-def _text(doc: Mapping, src: str, key: str) -> str:
-    value = doc.get(key)
-    if not isinstance(value, str) or not value:
-        raise RepairInputError(src, key, "a non-empty string")
-    return value
-
-
-def _position(value: Any, src: str, field: str) -> tuple[int, int]:
-    m = _POSITION.fullmatch(value) if isinstance(value, str) else None
-    if m is None:
-        raise RepairInputError(src, field, f"a position 'ledgerId:entryId', got {value!r}")
-    return int(m.group(1)), int(m.group(2))
-
-
-def _fmt(pos: tuple[int, int]) -> str:
-    return f"{pos[0]}:{pos[1]}"
-
-
 def _ack_positions(src: str, step: Mapping) -> list[tuple[int, int]]:
     total, listed = step.get("positions_total"), step.get("positions_listed")
     for key, value in (("positions_total", total), ("positions_listed", listed)):
@@ -170,7 +152,7 @@ def _ack_positions(src: str, step: Mapping) -> list[tuple[int, int]]:
         items = chunk.get("positions") if isinstance(chunk, Mapping) else chunk
         if not isinstance(items, list):
             raise RepairInputError(src, f"steps[acknowledge_individually].chunks[{i}]", "a list of 'L:E' positions")
-        out += [_position(p, src, f"steps[acknowledge_individually].chunks[{i}]") for p in items]
+        out += [position_field(p, src, f"steps[acknowledge_individually].chunks[{i}]") for p in items]
     if len(out) != listed or len(set(out)) != len(out):
         raise RepairInputError(src, "steps[acknowledge_individually].chunks",
                                f"{listed} distinct positions (positions_listed), got {len(out)}")
@@ -251,7 +233,7 @@ class _Cursor:
 # -- the actions ---------------------------------------------------------------------------------------------------
 def _reset_action(src: str, step: Mapping, cursor: _Cursor, topic: str, sub: str, seen: tuple[int, int],
                   path: str) -> RepairAction:
-    to = _position(step.get("to"), src, "steps[reset_cursor].to")
+    to = position_field(step.get("to"), src, "steps[reset_cursor].to")
     http = step.get("http")
     if not isinstance(http, Mapping) or http.get("method") != "POST" or not isinstance(http.get("body"), Mapping):
         raise RepairInputError(src, "steps[reset_cursor].http", "{method: POST, url, body}")
@@ -267,14 +249,14 @@ def _reset_action(src: str, step: Mapping, cursor: _Cursor, topic: str, sub: str
 
     def check() -> Precheck:
         observed, _, _ = cursor.state()
-        return Precheck(observed.get("mark_delete_position") == _fmt(seen), observed,
-                        {"mark_delete_position": _fmt(seen)})
+        return Precheck(observed.get("mark_delete_position") == format_position(seen), observed,
+                        {"mark_delete_position": format_position(seen)})
 
     def verify() -> Precheck:
         observed, c, ledgers = cursor.state()
-        holds = c is not None and reset_landed(_fmt(to), str(c.mark_delete), ledgers) \
+        holds = c is not None and reset_landed(format_position(to), str(c.mark_delete), ledgers) \
             and len(c.individually_deleted) == 0
-        return Precheck(holds, observed, {"mark_delete_position": _fmt(to), "individually_deleted": "[]",
+        return Precheck(holds, observed, {"mark_delete_position": format_position(to), "individually_deleted": "[]",
                                           "equivalent": (step.get("post_check") or {}).get("equivalent")})
 
     return RepairAction(name="reset_cursor", target=f"{topic} subscription {sub}",
@@ -287,8 +269,8 @@ def _ack_action(cursor: _Cursor, url: str, topic: str, sub: str, after: tuple[in
                 positions: list[tuple[int, int]], sleep: Callable[[float], None]) -> RepairAction:
     def check() -> Precheck:
         observed, c, ledgers = cursor.state()
-        holds = c is not None and reset_landed(_fmt(after), str(c.mark_delete), ledgers)
-        return Precheck(holds, observed, {"mark_delete_position": _fmt(after)})
+        holds = c is not None and reset_landed(format_position(after), str(c.mark_delete), ledgers)
+        return Precheck(holds, observed, {"mark_delete_position": format_position(after)})
 
     def run() -> dict:
         from websockets.exceptions import InvalidStatus
@@ -302,15 +284,17 @@ def _ack_action(cursor: _Cursor, url: str, topic: str, sub: str, after: tuple[in
         except InvalidStatus as e:   # a broker without the WebSocket service answers the upgrade with a 404
             raise RuntimeError(f"{url}: the WebSocket upgrade was refused with HTTP {e.response.status_code} "
                                f"(webSocketServiceEnabled=true on the brokers? the token?)") from None
-        return {"frames_sent": sent, "url": url, "first": _fmt(positions[0]), "last": _fmt(positions[-1])}
+        return {"frames_sent": sent, "url": url, "first": format_position(positions[0]),
+                "last": format_position(positions[-1])}
 
     def judge() -> Precheck:
         observed, c, _ = cursor.state()
         missing = positions if c is None else \
             [p for p in positions if not (Position(*p) <= c.mark_delete or Position(*p) in c.individually_deleted)]
         return Precheck(not missing, {**observed, "not_acknowledged": len(missing),
-                                      "first_not_acknowledged": [_fmt(p) for p in missing[:SHOWN]]},
-                        {"acknowledged": len(positions), "first": _fmt(positions[0]), "last": _fmt(positions[-1])})
+                                      "first_not_acknowledged": [format_position(p) for p in missing[:SHOWN]]},
+                        {"acknowledged": len(positions), "first": format_position(positions[0]),
+                         "last": format_position(positions[-1])})
 
     def verify() -> Precheck:
         seen = judge()
@@ -324,5 +308,5 @@ def _ack_action(cursor: _Cursor, url: str, topic: str, sub: str, after: tuple[in
     frame = '{"messageId": "<base64 of MessageIdData{ledgerId, entryId}>"}'
     return RepairAction(name="acknowledge_individually", target=f"{topic} subscription {sub}",
                         request={"method": "WEBSOCKET", "url": url, "frame": frame, "count": len(positions),
-                                 "positions": [_fmt(p) for p in positions]},
+                                 "positions": [format_position(p) for p in positions]},
                         check=check, run=run, verify=verify, after_previous=True)
