@@ -124,14 +124,13 @@ def _to_acknowledge(row: Mapping[str, Any], src: str, after: tuple[int, int], fu
         raise RepairInputError(src, "to_acknowledge", "a JSON list of 'L:E' strings")
     out = []
     for j, item in enumerate(items):
-        m = _POSITION.fullmatch(item) if isinstance(item, str) else None
-        if m is None:
+        pos = parse_position(item)
+        if pos is None:
             raise RepairInputError(src, "to_acknowledge", f"'L:E' positions, item {j} is {item!r}")
-        pos = (int(m.group(1)), int(m.group(2)))
         # An individual ack at or below the new MDP would be a no-op: the audit's answer is inconsistent.
         if pos <= after:
             raise RepairInputError(src, "to_acknowledge", f"positions after exact_target_mdp "
-                                                          f"{after[0]}:{after[1]}, item {j} is {item}")
+                                                          f"{format_position(after)}, item {j} is {item}")
         out.append(pos)
     if len(set(out)) != len(out):
         raise RepairInputError(src, "to_acknowledge", "distinct positions")
