@@ -30,7 +30,9 @@ def _states(dag_run) -> dict:
 
 
 def _answer_when_asked(option: str, user: str, stop: threading.Event) -> threading.Thread:
-    """Answers the approval as a person does in the UI: through the Core API's HITL route, as `user`."""
+    """Answers the approval as a person does in the UI: through the Core API's HITL route, as `user`, once the task
+    is parked awaiting input (the route resumes only a parked task; an answer written while the task is still
+    running would be kept but never wake it)."""
     def respond():
         from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
         from airflow.api_fastapi.core_api.datamodels.hitl import UpdateHITLDetailPayload
@@ -38,6 +40,7 @@ def _answer_when_asked(option: str, user: str, stop: threading.Event) -> threadi
         from airflow.models.hitl import HITLDetail
         from airflow.models.taskinstance import TaskInstance
         from airflow.utils.session import create_session
+        from airflow.utils.state import TaskInstanceState
         from sqlalchemy import select
 
         deadline = time.monotonic() + 120
@@ -46,6 +49,7 @@ def _answer_when_asked(option: str, user: str, stop: threading.Event) -> threadi
                 waiting = session.execute(
                     select(TaskInstance.run_id).join(HITLDetail, HITLDetail.ti_id == TaskInstance.id)
                     .where(TaskInstance.dag_id == "replaudit_repair", TaskInstance.task_id == "approve",
+                           TaskInstance.state == TaskInstanceState.AWAITING_INPUT,
                            HITLDetail.responded_at.is_(None))).scalars().first()
                 if waiting is not None:
                     update_hitl_detail(dag_id="replaudit_repair", dag_run_id=waiting, task_id="approve",
