@@ -73,6 +73,7 @@ class Producer:
     max_in_flight: int = MAX_IN_FLIGHT
     pause: tuple[int, int] | None = None     # [from, until): no new records (a transactional one commits first)
     on_ack: Callable[[int, Batch, int], None] | None = None    # (partition, batch sent, offset) when acknowledged
+    draining: set[int] = field(default_factory=set)          # partitions whose queue a _drain is sending from
 
     def start(self, start_ms: int, stop_ms: int) -> None:
         """Produce at `rate_per_s` from start_ms to stop_ms (a rate of 0: only what send_proto hands over)."""
@@ -143,11 +144,20 @@ class Producer:
                 self._drain(p)
 
     def _drain(self, p: int) -> None:
-        queue, flight = self.queues.setdefault(p, []), self.in_flight.setdefault(p, [])
-        while queue and len(flight) < self.max_in_flight:
-            item = queue.pop(0)
-            flight.append(item)
-            self._send(p, item)
+        # A batch can be acknowledged inside its own send (a lone in-sync replica commits at once), and the ack
+        # drains again: the outer loop sends what the nested call would have, so a long backlog (after an
+        # outage) does not recurse once per batch.
+        if p in self.draining:
+            return
+        self.draining.add(p)
+        try:
+            queue, flight = self.queues.setdefault(p, []), self.in_flight.setdefault(p, [])
+            while queue and len(flight) < self.max_in_flight:
+                item = queue.pop(0)
+                flight.append(item)
+                self._send(p, item)
+        finally:
+            self.draining.discard(p)
 
     def _send(self, p: int, item: Pending) -> None:
         c = self.cluster
