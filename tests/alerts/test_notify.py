@@ -34,10 +34,11 @@ systems: {{}}
 """)
 
 
-def _night(tmp_path, estate, n, violations, gaps=(), validation_complete=True):
-    summary = {"estate": "lab", "run_id": f"night-{n}", "status": "x", "coverage_gaps": list(gaps),
-               "validation": {"complete": validation_complete}}
-    return alert_run(open_store(f"file://{tmp_path}/store"), estate, f"night-{n}", T0 + n * DAY, summary,
+def _night(tmp_path, estate, n, violations, gaps=(), validation_complete=True, kind="nightly"):
+    run_id = f"night-{n}" if kind == "nightly" else f"incident__{n}"
+    summary = {"estate": "lab", "run_id": run_id, "status": "x", "coverage_gaps": list(gaps),
+               "validation": {"complete": validation_complete}, "run": {"kind": kind}}
+    return alert_run(open_store(f"file://{tmp_path}/store"), estate, run_id, T0 + n * DAY, summary,
                      violations, SecretResolver(environ={"OPS_TOKEN": "Bearer t0k3n"}))
 
 
@@ -179,3 +180,17 @@ systems: {{}}
     assert "<td>bk.entries_lost</td><td>ledger 12</td><td>5</td>" in smtp_server.html(0)
     state = (tmp_path / "store" / state_key("lab", "night-4", T0 + 4 * DAY)).read_text()
     assert slack.url not in state                      # the secret URL never reaches the store
+
+
+def test_an_incident_check_between_two_nights_leaves_the_lifecycle_alone(tmp_path, receiver_factory):
+    # an incident check of one other subject sees neither tonight's finding nor the cluster's others: taken as a
+    # night, it would resolve LOST, and the identical next night would tell it as new again
+    rx = receiver_factory()
+    estate = _estate(tmp_path, rx.url)
+    assert _night(tmp_path, estate, 1, [LOST])["notices"] == {"new": 1}
+    check = _night(tmp_path, estate, 2, [{**MINOR, "severity": "critical"}], kind="incident")
+    assert check["incident"] and check["notices"] == {} and check["state"] is None
+    following = _night(tmp_path, estate, 3, [LOST])
+    assert following["notices"] == {} and following["previous_run"] == "night-1"
+    assert len(rx.requests) == 1
+    assert not list((tmp_path / "store").rglob("*incident__*"))     # no alert state, no history row
