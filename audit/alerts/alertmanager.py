@@ -5,9 +5,9 @@ Alertmanager dedupes by itself and expects clients to resend what still fires: e
 (not only tonight's notices) with endsAt = now + the route's `alert_ttl` (a missed night does not resolve it at
 once; a run that no longer sees it resolves it), and each resolved one with endsAt = now. Labels are the
 fingerprint's fields, so a finding keeps one identity in Alertmanager across nights: alertname (the check),
-estate, system, cluster, check, subject; the severity, count, message, notice and first/last seen are annotations
-(a label that changes would make it a new alert). Times are wall-clock: Alertmanager judges endsAt against its own
-clock."""
+estate, system, cluster, check, subject; the severity, count, message, what the check means (description), notice
+and first/last seen are annotations (a label that changes would make it a new alert). Times are wall-clock:
+Alertmanager judges endsAt against its own clock."""
 from __future__ import annotations
 
 import time
@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Mapping
 
 from audit.alerts.http import AlertResult, http_route, post_json, selected
+from audit.systems import meaning
 
 PATH = "/api/v2/alerts"
 
@@ -30,6 +31,7 @@ def postable(estate: str, row: Mapping[str, Any], now_ms: int, ttl_s: int) -> di
               "cluster": row["cluster"] or "-", "check": row["check"], "subject": row["subject"] or "-"}
     annotations = {"severity": row["severity"], "entry_count": str(row.get("entry_count")),
                    "summary": row.get("message") or row["check"], "fingerprint": row.get("fingerprint") or "",
+                   "description": meaning(row["system"], row["check"]),
                    "notice": row.get("notice") or "firing",
                    "first_seen": _rfc3339(row["first_seen_ms"]) if row.get("first_seen_ms") else "",
                    "last_seen": _rfc3339(row["last_seen_ms"]) if row.get("last_seen_ms") else ""}

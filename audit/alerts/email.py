@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any, Mapping
 
 from audit.alerts.http import FAILED, SENT, AlertResult, redacted, selected
+from audit.systems import meaning
 
 log = logging.getLogger("replaudit.alerts")
 ROWS = 50
@@ -22,10 +23,11 @@ def subject(summary: Mapping[str, Any], rows: list[Mapping[str, Any]]) -> str:
 
 
 def body(summary: Mapping[str, Any], rows: list[Mapping[str, Any]]) -> str:
-    """HTML: one table row per notice; every value escaped."""
+    """HTML: one table row per notice, with what its check means; every value escaped."""
     cols = ("notice", "severity", "system", "cluster", "check", "subject", "entry_count", "message")
-    head = "".join(f"<th>{c}</th>" for c in cols)
-    lines = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols) + "</tr>"
+    head = "".join(f"<th>{c}</th>" for c in cols) + "<th>what it means</th>"
+    lines = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols)
+                    + f"<td>{html.escape(meaning(r.get('system'), str(r.get('check'))))}</td></tr>"
                     for r in rows[:ROWS])
     more = f"<p>and {len(rows) - ROWS} more</p>" if len(rows) > ROWS else ""
     report = (summary.get("run") or {}).get("report_location")

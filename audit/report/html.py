@@ -50,7 +50,7 @@ def render_html(summary: Mapping[str, Any], violations: list[Mapping[str, Any]],
     run = summary.get("run") or {}
     if run.get("kind") == "incident":
         parts.append(_scope_section(run.get("scope") or {}))
-    parts.append(_counts_section(summary))
+    parts.append(_counts_section(summary, systems))
     parts.append(_findings_section(violations))
     parts.append(_gaps_section(summary.get("coverage_gaps") or []))
     for system in systems:
@@ -66,14 +66,20 @@ def render_html(summary: Mapping[str, Any], violations: list[Mapping[str, Any]],
     return "\n".join(parts)
 
 
-def _counts_section(summary: Mapping[str, Any]) -> str:
+def _meaning_by_check(check: str, systems: Sequence[System]) -> str:
+    """A count by check has no system column: the run's system whose table holds the check."""
+    return next((s.checks[check].meaning for s in systems if check in s.checks), "")
+
+
+def _counts_section(summary: Mapping[str, Any], systems: Sequence[System]) -> str:
     counts = summary.get("counts") or {}
     by_cluster = counts.get("by_cluster") or {}
     rows = [[c, *(sev.get(s, 0) for s in SEVERITIES), sum(sev.values())] for c, sev in by_cluster.items()]
     out = [f"<h2>Findings: {_e(counts.get('total', 0))}</h2>"]
     out.append(_table(["cluster", *SEVERITIES, "total"], rows) if rows else "<p>No findings.</p>")
     if counts.get("by_check"):
-        out.append(_table(["check", "findings"], counts["by_check"].items()))
+        out.append(_table(["check", "findings", "what it means"],
+                          [[c, n, _meaning_by_check(c, systems)] for c, n in counts["by_check"].items()]))
     return "\n".join(out)
 
 
@@ -101,6 +107,7 @@ def _day(ms: Any) -> str:
 def _findings_section(violations: list[Mapping[str, Any]]) -> str:
     if not violations:
         return ""
+    from audit.systems import meaning
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for v in violations:
@@ -112,11 +119,12 @@ def _findings_section(violations: list[Mapping[str, Any]]) -> str:
         out.append(f"<h3>{_e(system)} / {_e(cluster)}</h3>")
         shown = items[:MAX_FINDINGS_PER_CLUSTER]
         seen = any(v.get("first_seen_ms") is not None for v in shown)
-        rows = [[f'<span class="sev-{_e(v.get("severity"))}">{_e(v.get("severity"))}</span>', v.get("check"),
+        rows = [[f'<span class="sev-{_e(v.get("severity"))}">{_e(v.get("severity"))}</span>',
+                 f'<span title="{_e(meaning(system, str(v.get("check"))))}">{_e(v.get("check"))}</span>',
                  v.get("subject"), v.get("entry_count"), v.get("message")]
                 + ([_day(v.get("first_seen_ms"))] if seen else []) for v in shown]
         out.append(_table(["severity", "check", "subject", "entries", "message"] + (["first seen"] if seen else []),
-                          rows, frozenset({0})))
+                          rows, frozenset({0, 1})))
         if len(items) > len(shown):
             out.append(f'<p class="muted">{len(items) - len(shown)} more in findings/violations.</p>')
     return "\n".join(out)

@@ -25,7 +25,9 @@ def render_text(summary: Mapping[str, Any], systems: Sequence[System] | None = N
     for sev, n in sorted((counts.get("by_severity") or {}).items()):
         lines.append(f"  {sev:<9} {n}")
     for check, n in sorted((counts.get("by_check") or {}).items()):
-        lines.append(f"  {check:<36} {n}")
+        # no system beside a count by check: the run's system whose table holds it
+        meaning = next((s.checks[check].meaning for s in systems if check in s.checks), "")
+        lines.append(f"  {check:<36} {n}" + (f"  ({meaning})" if meaning else ""))
     for system in systems:
         lines += system.report.text(summary)
     gaps = summary.get("coverage_gaps") or []

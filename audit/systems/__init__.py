@@ -57,6 +57,16 @@ def get(name: str) -> System:
     return _loaded[name]
 
 
+def meaning(system: str | None, check: str) -> str:
+    """The one-line meaning of a finding's check, from its system's checks table; "" when either is unknown
+    (a report or an alert still goes out for a finding of a system no longer installed)."""
+    try:
+        found = get(system).checks.get(check)
+    except KeyError:
+        return ""
+    return found.meaning if found else ""
+
+
 def all_systems() -> list[System]:
     return [get(n) for n in names()]
 

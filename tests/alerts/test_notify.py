@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from audit import systems
 from audit.alerts.notify import alert_run
 from audit.alerts.state import state_key
 from audit.config.estate import parse_estate
@@ -18,6 +19,7 @@ LOST = {"system": "bookkeeper", "cluster": "bk-a", "check": "bk.entries_lost", "
         "subject": "ledger 12", "entry_count": 5, "message": "5 entries lost"}
 MINOR = {"system": "bookkeeper", "cluster": "bk-a", "check": "bk.placement_violation", "severity": "minor",
          "subject": "ledger 13", "entry_count": 0, "message": "one rack"}
+LOST_MEANS = systems.get("bookkeeper").checks["bk.entries_lost"].meaning
 UNREACHABLE = {"system": "bookkeeper", "cluster": "bk-a", "source": "bookie-4:3181", "what": "entries of ledger 9",
                "error": "unreachable"}
 
@@ -166,6 +168,7 @@ systems: {{}}
     assert am["labels"] == {"alertname": "bk.entries_lost", "estate": "lab", "system": "bookkeeper",
                             "cluster": "bk-a", "check": "bk.entries_lost", "subject": "ledger 12"}
     assert am["annotations"]["severity"] == "critical" and am["annotations"]["entry_count"] == "5"
+    assert am["annotations"]["description"] == LOST_MEANS
     night(3, [MINOR, LOST])                             # the same again: Alertmanager keeps it, the others hear nothing
     assert active() == [("bk.entries_lost", "ledger 12", "firing", "active")]
     night(4, [MINOR])                                   # repaired
@@ -178,6 +181,7 @@ systems: {{}}
                                                             "[replaudit lab] 1 resolved (run night-4)"]
     assert smtp_server.envelopes[0] == ("replaudit@lab.example", ["oncall@example.com"])
     assert "<td>bk.entries_lost</td><td>ledger 12</td><td>5</td>" in smtp_server.html(0)
+    assert f"<td>{LOST_MEANS}</td>" in smtp_server.html(0)
     state = (tmp_path / "store" / state_key("lab", "night-4", T0 + 4 * DAY)).read_text()
     assert slack.url not in state                      # the secret URL never reaches the store
 

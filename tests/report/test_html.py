@@ -58,6 +58,8 @@ def test_findings_grouped_by_cluster_most_severe_first():
     _, page = _page(vs)
     a, b = page.index("bookkeeper / bk-a"), page.index("bookkeeper / bk-b")
     assert a < page.index("ledger 7") < page.index("ledger 9") < b < page.index("ledger 8")
+    means = SYSTEMS[0].checks["bk.entries_lost"].meaning     # the check's tooltip and its row of the counts
+    assert f'<span title="{means}">bk.entries_lost</span>' in page and f"<td>{means}</td>" in page
 
 
 def test_histogram_svg_has_one_bar_per_replica_count_scaled_to_counts():

@@ -173,3 +173,11 @@ def test_text_names_the_alert_stages_notices_and_routes():
     quiet = render_text({**base, "alerts": {"notices": {}, "routes": []}}, [])
     assert "  alerts: nothing new to tell" in quiet.splitlines()
     assert "alerts" not in render_text(base, [])
+
+
+def test_text_says_what_each_check_means():
+    from audit.report.text import render_text
+
+    means = SYSTEMS[0].checks["bk.entries_lost"].meaning
+    text = render_text({"counts": {"by_check": {"bk.entries_lost": 2, "gone.check": 1}}}, SYSTEMS).splitlines()
+    assert f"  {'bk.entries_lost':<36} 2  ({means})" in text and f"  {'gone.check':<36} 1" in text
