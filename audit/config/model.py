@@ -18,8 +18,8 @@ from pydantic.dataclasses import dataclass
 from audit.config.values import (SECRET_HINT, Duration, HttpUrl, Name, PositiveSeconds, Record, check_keys, choice,
                                  expect, expect_mapping, file_context, listing, record, rule_error, set_field, show,
                                  text, unique_names)
+from audit.contracts import SEVERITIES
 
-SEVERITIES = ("critical", "major", "minor", "warning")  # most to least severe
 CONNECTION_FIELDS = ("password", "login", "host", "schema")  # parts of an Airflow connection a SecretRef may pick
 EXTRA_PREFIX = "extra."
 DEFAULT_STORE_URI = "file://.work/store"
