@@ -5,6 +5,7 @@
    TYPE_CHECKING import hides a cycle from Python; it does not remove it.
 2. Systems stay in their folders (audit/contracts.py): outside audit/systems/ and a system's own folders and
    files, no module of audit/, spark_jobs/, dags/ or bench/ names a system, in code or in comments.
+3. The repository is self-contained: no tracked source, doc or config file cites a document kept outside it.
 
 Each rule has an explicit list of tolerated cases with a reason; the test also fails when a listed case no
 longer occurs, so the lists only shrink."""
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 from pathlib import Path
 
 
@@ -253,3 +255,44 @@ def test_systems_stay_in_their_folders():
 def test_tolerated_cases_have_reasons():
     for case, reason in [*KNOWN_CYCLES.items(), *EXCEPTIONS.items()]:
         assert reason.strip() and "\n" not in reason, case
+
+
+# -- the repository is self-contained ----------------------------------------------------------------------
+# Documents the project once cited that are not in the repository: by file name (any path ending in one, e.g.
+# a docs/ path to it, is outside too), and folders outside the checkout. docs/formats/<system>.md is not a
+# formats.md, so it and relative links to it pass.
+OUTSIDE_NAMES = ("formats.md", "stack.md", "servers.md", "anchors.md", "PRODUCT.md")
+OUTSIDE_PATHS = ("../shared/", "/work/shared")
+_OUTSIDE = re.compile("|".join([rf"(?<![\w.-]){re.escape(n)}(?!\w)" for n in OUTSIDE_NAMES] +
+                               [re.escape(p) for p in OUTSIDE_PATHS]))
+CITING_SUFFIXES = (".py", ".md", ".yaml", ".yml", ".toml")
+SELF = Path(__file__).resolve().relative_to(ROOT).as_posix()   # names the documents to find them
+
+
+def _outside_citations(text: str) -> list[str]:
+    return [m.group(0) for m in _OUTSIDE.finditer(text)]
+
+
+def test_outside_citation_rule():
+    for cited in ("see formats.md §3.1", "`shared/reference/formats.md`", "docs/servers.md §1", "(stack.md §3)",
+                  "[ref](../shared/reference/anchors.md)", "/work/shared/fixtures/real", "PRODUCT.md"):
+        assert _outside_citations(cited), cited
+    for ours in ("docs/formats/kafka.md §3.1", "[bk](../formats/bookkeeper.md)", "(formats/pulsar.md)",
+                 "test_enum_values_match_formats_md", "kafka-formats.md", "tests/fixtures/real/", "shared code"):
+        assert not _outside_citations(ours), ours
+
+
+def test_no_citations_outside_the_repository():
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    paths = [p for p in listed.decode().split("\0") if p.endswith(CITING_SUFFIXES) or Path(p).name == "Makefile"]
+    assert len(paths) > 100, "git ls-files listed almost nothing"
+    found = []
+    for rel in paths:
+        path = ROOT / rel
+        if rel == SELF or not path.is_file():      # not yet on disk: a move in progress
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            for cited in _outside_citations(line):
+                found.append(f"{rel}:{number}: {cited}: {line.strip()}")
+    assert not found, ("files cite documents outside the repository; cite docs/, tests/fixtures/ or state the "
+                       "fact inline:\n" + "\n".join(found))

@@ -25,7 +25,7 @@ MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 REQUIRED_JARS = ("zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar")
 # slf4j binding + log4j 1.2: optional, only for a readable server log.
 LOGGING_JARS = ("slf4j-log4j12.jar", "log4j-1.2.jar")
-INSTALL_HINT = "install it with `apt-get install -y zookeeper` (Debian package, see docs/servers.md §1)"
+INSTALL_HINT = "install it with `apt-get install -y zookeeper` (Debian package; java comes with it)"
 
 
 class ZooKeeperUnavailable(RuntimeError):

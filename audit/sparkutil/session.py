@@ -1,4 +1,5 @@
-"""One SparkSession per process, set up for quiet, deterministic local runs (stack.md §3)."""
+"""One SparkSession per process, set up for quiet, deterministic local runs. SPARK_LOCAL_IP is pinned to
+127.0.0.1: without it Spark picks another interface when the host name resolves to loopback, and warns."""
 from __future__ import annotations
 
 import os

@@ -10,7 +10,7 @@ with kafka-python 3.0.12 (docs/kafka/collector.md), read-only. Writes under raw/
                                  partition's leader, with the leader epochs the broker returns
   offsets-for-leader-epoch.json  OffsetForLeaderEpoch from every replica (below)
 
-Every request goes through the client's connection manager (`_manager.send`, the route servers.md §4 documents;
+Every request goes through the client's connection manager (`_manager.send`, private in kafka-python;
 OffsetForLeaderEpoch has no public call, and the public calls raise on the first error code where the audit needs
 every code as data). Each document has `read_started_at_ms` / `read_finished_at_ms`, and each broker's or
 partition's entry the instants of its own request: brokers are read at different moments under traffic.

@@ -1,8 +1,9 @@
 """kafka-python plumbing of the admin collector (admin.py): the client's settings from an estate entry, a log
 filter that keeps SASL secrets out of kafka-python's DEBUG logs, the network-client factory that lets a failed
 bootstrap be cleaned up, and `Requests`: protocol requests sent through the client's connection manager
-(`_manager.send`, the route servers.md §4 documents), several in flight at once, each with the instants it was sent
-and answered, a failed send one broker's error only, and a broker that did not answer once not asked again."""
+(`_manager.send`: private in kafka-python, which has no public OffsetForLeaderEpoch call), several in flight at
+once, each with the instants it was sent and answered, a failed send one broker's error only, and a broker that did
+not answer once not asked again."""
 from __future__ import annotations
 
 import logging

@@ -1,6 +1,6 @@
 """librdkafka's built-in mock cluster (bundled in the confluent-kafka wheel), driven through its C API with ctypes
-(servers.md §5): brokers on loopback, topics created with rd_kafka_mock_topic_create (the mock does not serve
-CreateTopics). Clients connect to `bootstraps` like to any cluster.
+(the bundled librdkafka's exported rd_kafka_mock_* symbols): brokers on loopback, topics created with
+rd_kafka_mock_topic_create (the mock does not serve CreateTopics). Clients connect to `bootstraps` like to any cluster.
 
     with MockCluster(brokers=3) as mc:
         mc.create_topic("t", partitions=2)

@@ -77,7 +77,7 @@ CASES = [
      [E(3, 8)], [], 3),
     ("testPreviousEpoch/truncated", [("a", 2, 10), ("a", 4, 15), ("a", 10, 20), ("end", 18)], [E(2, 10), E(4, 15)],
      [], 4),
-    # formats.md §3.1 samples: epoch 0 with no data replaced by epoch 1 at the same start
+    # a real checkpoint `0\n1\n1 0` (layout: docs/formats/kafka.md §1): epoch 0, with no data, replaced by epoch 1
     ("sample-02/epoch-without-record-replaced", [("a", 0, 0), ("a", 1, 0)], [E(1, 0)], [((0, 3), (0, 0))], 1),
     ("lower-epoch-removes-higher-ones", [("a", 0, 0), ("a", 2, 10), ("a", 1, 5)], [E(0, 0), E(1, 5)], [], 1),
     ("lower-epoch-after-all-starts", [("a", 0, 0), ("a", 2, 10), ("a", 1, 20)], [E(0, 0), E(1, 20)], [], 1),
