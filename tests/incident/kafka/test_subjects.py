@@ -155,7 +155,7 @@ def test_the_ground_truth_is_scoped_like_the_audit():
     assert out["truncations"] == [] and out["acknowledged_lost"] == {} and out["seed"] == 5
 
 
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "kafka-broker-logdir-01"
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "kafka-broker-logdir-01"
 
 
 @pytest.mark.parametrize("scanned_whole", [False, True])

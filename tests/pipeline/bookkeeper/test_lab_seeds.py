@@ -8,7 +8,7 @@ from pathlib import Path
 from audit.cli.main import EXIT_CLEAN
 from tests.estates import demo_seeds
 
-SEEDS_ESTATE = Path(__file__).resolve().parents[2] / "audit" / "lab" / "estate-seeds.yaml"
+SEEDS_ESTATE = Path(__file__).resolve().parents[3] / "audit" / "lab" / "estate-seeds.yaml"
 
 
 def test_twenty_seeds_zero_false_alarms_and_every_fault_found_with_its_count(tmp_path, capsys):

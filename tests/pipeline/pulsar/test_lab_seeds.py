@@ -9,7 +9,7 @@ from pathlib import Path
 from audit.cli.main import EXIT_CLEAN
 from tests.estates import demo_seeds
 
-SEEDS_ESTATE = Path(__file__).resolve().parents[2] / "audit" / "lab" / "estate-pulsar-seeds.yaml"
+SEEDS_ESTATE = Path(__file__).resolve().parents[3] / "audit" / "lab" / "estate-pulsar-seeds.yaml"
 
 
 def test_twenty_pulsar_worlds_score_exact_seed_by_seed(tmp_path, capsys):
