@@ -6,13 +6,17 @@ Every bookie answers READ_ENTRY as ReadEntryProcessorV3 does for a plain read: E
 body when it stores the entry, ENOENTRY when it knows the ledger but not the entry, ENOLEDGER when it holds
 nothing of the ledger. GetListOfEntriesOfLedger is answered by SortedLedgerStorage bookies only: a
 DbLedgerStorage bookie reads the request and sends nothing, like a real one whose read thread throws
-UnsupportedOperationException (apache/bookkeeper#2078), and keeps serving the connection."""
+UnsupportedOperationException (apache/bookkeeper#2078), and keeps serving the connection.
+
+`list_status` ({bookieId: {ledgerId: StatusCode name}}) makes a listing bookie answer GetListOfEntriesOfLedger for
+those ledgers with that status and no availability, e.g. ENOENTRY: what a real bookie sends when its storage throws
+NoSuchEntryException."""
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import threading
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Mapping
 
 from audit.formats.bookkeeper import protocol
 from audit.lab.bookkeeper.config import DB_LEDGER_STORAGE
@@ -36,9 +40,11 @@ def entry_body(ledger_id: int, entry_id: int) -> bytes:
 class LabBookie:
     """One lab bookie's answers, from the finished simulation."""
 
-    def __init__(self, lab, bookie: str, before_first_answer: Callable[[], None] | None = None):
+    def __init__(self, lab, bookie: str, before_first_answer: Callable[[], None] | None = None,
+                 list_status: Mapping[int, str] | None = None):
         self.lab, self.bookie, self.before_first_answer = lab, bookie, before_first_answer
         self.lists = lab.storage(bookie) != DB_LEDGER_STORAGE
+        self.list_status = dict(list_status or {})
 
     def answer(self, req) -> bytes | None:
         """The Response body for a request, or None when the bookie stays silent."""
@@ -48,6 +54,9 @@ class LabBookie:
             return protocol.encode_read_response(req.txn_id, req.ledger_id, req.entry_id, status, body)
         if not self.lists:
             return None
+        status = self.list_status.get(req.ledger_id)
+        if status is not None:
+            return protocol.encode_response(req.txn_id, req.ledger_id, status, None)
         return self.lab.entries_of_ledger_answer(self.bookie, req.ledger_id, req.txn_id)
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -89,12 +98,14 @@ class _Once:
 
 
 @contextlib.contextmanager
-def serve_lab_bookies(lab, before_first_answer: Callable[[], None] | None = None) -> Iterator[dict[str, str]]:
+def serve_lab_bookies(lab, before_first_answer: Callable[[], None] | None = None,
+                      list_status: Mapping[str, Mapping[int, str]] | None = None) -> Iterator[dict[str, str]]:
     """Yields {bookieId: "127.0.0.1:port"}; every listener is closed on exit. `before_first_answer` runs once,
-    before any bookie answers its first request."""
+    before any bookie answers its first request. `list_status`: per-ledger listing statuses (module docstring)."""
     reachable = [b for b in lab.bookies if lab.reachable(b)]
     once = _Once(before_first_answer) if before_first_answer is not None else None
-    with LoopbackListeners([LabBookie(lab, b, once).serve for b in reachable], "lab-bookies") as listeners:
+    handlers = [LabBookie(lab, b, once, (list_status or {}).get(b)).serve for b in reachable]
+    with LoopbackListeners(handlers, "lab-bookies") as listeners:
         addresses = {b: f"127.0.0.1:{port}" for b, port in zip(reachable, listeners.ports)}
         # Nothing listens on these ports: connections are refused.
         yield {b: addresses.get(b) or f"127.0.0.1:{unused_loopback_port()}" for b in lab.bookies}

@@ -90,3 +90,53 @@ def test_only_no_such_ledger_means_the_bookie_holds_nothing(spark, tmp_path, sta
     (m,) = spark.read.parquet(str(tmp_path / "metrics" / "bk_ledger_replicas")).collect()
     assert m["unavailable_bookies"] == unavailable
     assert sorted(out["violations_by_check"]) == checks
+
+
+def test_enoentry_from_a_bookie_is_unavailable_through_collector_normalize_and_audit(spark, tmp_path):
+    """The same rule end to end: a lab bookie on loopback answers GetListOfEntriesOfLedger with ENOENTRY for one
+    ledger and ENOLEDGER for another; the real client stores the answers, normalize and audit judge them."""
+    from audit.collectors.base import DirSink
+    from audit.collectors.bookkeeper.bookie_client import BookieClientConfig, collect_entries_of_ledgers
+    from audit.lab.bookkeeper import build_lab
+    from audit.lab.bookkeeper.bookie_server import serve_lab_bookies
+
+    lab = build_lab({"seed": 3, "ledgers": 12, "entries_per_ledger": 40, "db_ledger_storage_percent": 0,
+                     "faults": []}, 1_700_000_000_000, cluster="bk-a")
+    assert lab.ground_truth()["findings"] == []   # healthy: only the two answers below can make a finding
+    judged = [lid for lid in lab.ledger_ids if lid not in lab.state.deleted_during_collection
+              and lab.metadata(lid).is_closed and lab.metadata(lid).last_entry_id >= 0]
+    bookie, (no_entry, no_ledger) = next(
+        (b, ids[:2]) for b in lab.bookies
+        for ids in [[lid for lid in judged if b in lab.ensemble_bookies(lid) and lab.entries_on(b, lid)]]
+        if len(ids) >= 2)
+    raw = tmp_path / "raw"
+    sink = DirSink(raw / "bookkeeper" / "bk-a")
+    for lid in (no_entry, no_ledger):
+        sink.put(f"ledger-metadata/{lab.znode_path(lid)}", lab.znode(lid))
+    by_bookie = {b: [lid for lid in (no_entry, no_ledger) if b in lab.ensemble_bookies(lid)]
+                 for b in {*lab.ensemble_bookies(no_entry), *lab.ensemble_bookies(no_ledger)}}
+    cfg = BookieClientConfig(connect_timeout_s=2.0, request_timeout_s=5.0, list_probe_timeout_s=1.0)
+    with serve_lab_bookies(lab, list_status={bookie: {no_entry: "ENOENTRY", no_ledger: "ENOLEDGER"}}) as addresses:
+        report = collect_entries_of_ledgers(by_bookie, sink, addresses=addresses, config=cfg, cluster="bk-a")
+    sink.put("collection.json", report.to_json().encode())
+    # the collector: the ENOENTRY answer is stored as received and is a coverage gap; ENOLEDGER is an answer
+    assert [(g.source, g.error) for g in report.gaps] == [(f"bookie://{bookie}", "bookie answered ENOENTRY")]
+    assert (report.counts["entries_of_ledger_status_ENOENTRY"], report.counts["entries_of_ledger_status_ENOLEDGER"]) \
+        == (1, 1)
+
+    run.main(["--system", "bookkeeper", "--stage", "normalize", "--input", str(raw),
+              "--output", str(tmp_path / "tables")])
+    out = run.main(["--system", "bookkeeper", "--stage", "audit", "--input", str(tmp_path / "tables"),
+                    "--output", str(tmp_path), "--run-id", "r1"])
+    avail = {r["ledger_id"]: (r["status"], r["error"]) for r in
+             spark.read.parquet(str(tmp_path / "tables" / "bk_entry_availability")).collect() if r["bookie"] == bookie}
+    assert avail == {no_entry: ("error", "bookie answered ENOENTRY"), no_ledger: ("no_such_ledger", "ENOLEDGER")}
+    m = {r["ledger_id"]: r for r in spark.read.parquet(str(tmp_path / "metrics" / "bk_ledger_replicas")).collect()}
+    assert (m[no_entry]["unavailable_bookies"], m[no_ledger]["unavailable_bookies"]) == (1, 0)
+    # ENOENTRY: never missing entries; ENOLEDGER: the bookie holds nothing, so its whole share is missing
+    frags = {(f["ledger_id"], f["bookie"]): f["missing_count"]
+             for f in spark.read.parquet(str(tmp_path / "findings" / "bk_missing_fragments")).collect()}
+    assert frags == {(no_ledger, bookie): len(expected_entries(lab.metadata(no_ledger), bookie))}
+    subjects = {v["subject"] for v in spark.read.parquet(str(tmp_path / "findings" / "violations")).collect()}
+    assert f"ledger {no_ledger}" in subjects and f"ledger {no_entry}" not in subjects
+    assert out["violations_by_check"]
