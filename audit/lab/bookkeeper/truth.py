@@ -9,8 +9,8 @@ Read probes (the lab reads them at read_probe_percent, 100 by default) see every
 bookie, so they count like a list; they cannot see entries a bookie holds outside its stripe. Entries outside
 the ensemble are information; only apache/bookkeeper#4651's shape is a finding: a bookie of e's write set answers
 without e while a bookie outside it, whose holdings the audit can see, holds e.
-Creation time is the stored ctime when the client stored one (> 0), else the znode's ctime for format v2/v3
-(AbstractZkLedgerManager); v1 without one is unknown."""
+Creation time is the stored ctime when the metadata has the field (a value <= 0 is unknown), else the znode's ctime
+for format v2/v3 (LedgerMetadataSerDe.parseVersion2/3Config, AbstractZkLedgerManager); v1 without one is unknown."""
 from __future__ import annotations
 
 from typing import Any
@@ -40,8 +40,8 @@ def bookie_lists(state: LabState) -> dict[str, list[str]]:
 
 
 def creation_time(md: LedgerMetadata, znode_ctime: int | None) -> int | None:
-    if md.ctime is not None and md.ctime > 0:
-        return md.ctime
+    if md.ctime is not None:   # the field is present: it wins, even when it says nothing (-1)
+        return md.ctime if md.ctime > 0 else None
     return znode_ctime if md.format_version >= 2 else None
 
 

@@ -5,9 +5,10 @@ writes them.
 bk_bookies.state: "available" (listed under <ledgers>/available), "readonly" (under available/readonly),
 "registered" (has a cookie but is in neither list).
 
-bk_ledgers.ctime is the *effective* creation time: the stored ctime when the client stored one (> 0); else, for
-format versions 2 and 3, the znode's ctime (LedgerMetadataSerDe.parseVersion2/3Config is given
-AbstractZkLedgerManager's stat.getCtime()); else null (unknown, never 1970). ctime_source says which."""
+bk_ledgers.ctime is the *effective* creation time, as LedgerMetadataSerDe.parseVersion2/3Config gives it: a stored
+ctime field wins whatever its value (-1 or any value <= 0 is null: unknown, never 1970, never the znode's ctime);
+without the field, for format versions 2 and 3, the znode's ctime (AbstractZkLedgerManager's stat.getCtime());
+else null. ctime_source says which ("metadata" | "znode"; null when ctime is null)."""
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
@@ -73,8 +74,10 @@ def effective_ctime(ledgers: DataFrame, stats: DataFrame) -> DataFrame:
     ctime. An admin-HTTP row's ctime is the server's effective one already: the znode's Stat is not used for it."""
     stats = stats.groupBy("cluster", "ledger_id").agg(F.max("znode_ctime").alias("_stat"))  # one Stat per znode
     znode_row = ~F.col("source_key").contains("/ledger-metadata-http/")
-    stored_known = F.col("stored_ctime").isNotNull() & (F.col("stored_ctime") > 0)
-    from_znode = (znode_row & F.col("format_version").isin(*ZNODE_FORMATS_WITH_STAT_CTIME)
+    # Field presence decides (data.hasCtime()), not the value: a stored -1 is not replaced by the znode's ctime.
+    stored = F.col("stored_ctime").isNotNull()
+    stored_known = stored & (F.col("stored_ctime") > 0)
+    from_znode = (~stored & znode_row & F.col("format_version").isin(*ZNODE_FORMATS_WITH_STAT_CTIME)
                   & F.col("znode_ctime").isNotNull())
     out = (ledgers.join(stats, ["cluster", "ledger_id"], "left")
            .withColumn("znode_ctime", F.when(znode_row, F.col("_stat")))

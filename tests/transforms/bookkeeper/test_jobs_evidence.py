@@ -1,6 +1,6 @@
 """spark_jobs/run.py over a raw folder with the issue-8 evidence: a DbLedgerStorage bookie's location index (complete
-inventory), a read-probed bookie, a bookie holding entries outside the ensemble, and the real v3 znode (ctime -1,
-OPEN) with and without its ZooKeeper Stat."""
+inventory), a read-probed bookie, a bookie holding entries outside the ensemble, an OPEN v3 znode without a stored
+ctime with its ZooKeeper Stat, and the real v3 znode (ctime field present, -1: unknown even beside a Stat)."""
 import base64
 import json
 from pathlib import Path
@@ -11,6 +11,7 @@ from audit.formats.bookkeeper.availability import encode_entries
 from audit.formats.bookkeeper.ledger_metadata import encode_znode
 from audit.formats.bookkeeper.protocol import encode_response
 from spark_jobs import run
+from audit.domain.bookkeeper.model import OPEN
 from tests.domain.bookkeeper.cases import expected_entries, ledger
 
 V3 = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "bk-ledgermetadata-znode-v3.b64"   # TestLedgerMetadataSerDe
@@ -33,9 +34,11 @@ def _raw(root: Path) -> Path:
     files = {
         "ledger-metadata/00/0000/L0003": encode_znode(big),
         "ledger-metadata/00/0000/L0005": encode_znode(small),
-        # the real v3 vector (OPEN, ctime -1): with a Stat the znode's ctime is the creation time, without unknown
-        "ledger-metadata/00/0000/L0009": v3, "ledger-metadata/00/0000/L0009.stat.json": _stat(AS_OF - 10 * DAY),
-        "ledger-metadata/00/0000/L0010": v3,
+        # OPEN without a stored ctime: the znode's ctime is the creation time; the real v3 vector stores ctime -1,
+        # which wins over its Stat (LedgerMetadataSerDe.parseVersion3Config): unknown
+        "ledger-metadata/00/0000/L0009": encode_znode(ledger({0: ENSEMBLE}, -1, state=OPEN, ledger_id=9)),
+        "ledger-metadata/00/0000/L0009.stat.json": _stat(AS_OF - 10 * DAY),
+        "ledger-metadata/00/0000/L0010": v3, "ledger-metadata/00/0000/L0010.stat.json": _stat(AS_OF - 10 * DAY),
         # bk1 answers GetListOfEntriesOfLedger
         "entries-of-ledger/bk1:3181/3.pb": encode_response(1, 3, "EOK", encode_entries(expected_entries(big, "bk1:3181"))),
         "entries-of-ledger/bk1:3181/5.pb": encode_response(2, 5, "EOK",
@@ -105,7 +108,7 @@ def test_findings_follow_the_evidence(outputs):
     assert json.loads(below_ack["evidence"])["sampled"] == [{"bookie": "bk3:3181", "share_percent": 50, "probed": 7}]
     # ledger 5: bk2's complete inventory has no file for it -> NoSuchLedger: its 20 entries are missing
     assert by[("bk.entries_below_write_quorum", "ledger 5")]["entry_count"] == 20
-    # ledger 9 has the znode's ctime (10 days ago); ledger 10 has none: unknown, not judged
+    # ledger 9 has the znode's ctime (10 days ago); ledger 10's stored -1 says unknown: not judged
     assert ("bk.ledger_open_too_long", "ledger 9") in by
 
 

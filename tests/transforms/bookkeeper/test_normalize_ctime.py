@@ -1,5 +1,6 @@
-"""bk_ledgers' effective creation time (docs/bookkeeper/contracts.md): the stored ctime when > 0, else the znode's
-ctime from its ZooKeeper Stat for format v2/v3, else unknown -- on the real v3 test vector (ctime -1, OPEN)."""
+"""bk_ledgers' effective creation time (docs/bookkeeper/contracts.md), as LedgerMetadataSerDe.parseVersion2/3Config:
+a stored ctime field wins whatever its value (<= 0, as the real v3 test vector's -1: unknown, never the znode's
+ctime); without the field, the znode's ctime from its ZooKeeper Stat for format v2/v3; else unknown."""
 import base64
 import json
 from pathlib import Path
@@ -33,7 +34,7 @@ def _admin(ledger_id: int, ctime: int) -> bytes:
 CASES = {
     # ledger id: (files under ledger-metadata[-http]/, expected (stored_ctime, znode_ctime, ctime, ctime_source))
     20: ({"00/0000/L0020": V3, "00/0000/L0020.stat.json": _stat(ZNODE_CTIME)},
-         (-1, ZNODE_CTIME, ZNODE_CTIME, "znode")),                                  # real v3, Stat beside it
+         (-1, ZNODE_CTIME, None, None)),                    # real v3: its stored -1 wins over the Stat (hasCtime)
     21: ({"00/0000/L0021": V3}, (-1, None, None, None)),                           # real v3, no Stat: unknown
     22: ({"00/0000/L0022": encode_znode(ledger({0: ENSEMBLE}, -1, state=OPEN, ledger_id=22, ctime=555)),
           "00/0000/L0022.stat.json": _stat(ZNODE_CTIME)}, (555, ZNODE_CTIME, 555, "metadata")),  # stored wins
@@ -43,6 +44,12 @@ CASES = {
           "00/0000/L0024.stat.json": _stat(ZNODE_CTIME)}, (None, ZNODE_CTIME, None, None)),  # v1 never uses it
     25: ({"00/0000/L0025": V3, "00/0000/L0025.stat.json": b'{"ctime": 5}'}, (-1, None, None, None)),  # bad Stat
     26: ({"00/0000/L0026": V3, "00/0000/L0026.stat.json": _stat(0)}, (-1, None, None, None)),  # Stat ctime not a time
+    27: ({"00/0000/L0027": encode_znode(ledger({0: ENSEMBLE}, -1, state=OPEN, ledger_id=27)),
+          "00/0000/L0027.stat.json": _stat(ZNODE_CTIME)}, (None, ZNODE_CTIME, ZNODE_CTIME, "znode")),  # v3, no field
+    28: ({"00/0000/L0028": encode_znode(ledger({0: ENSEMBLE}, -1, state=OPEN, ledger_id=28, ctime=0)),
+          "00/0000/L0028.stat.json": _stat(ZNODE_CTIME)}, (0, ZNODE_CTIME, None, None)),  # stored 0: unknown too
+    29: ({"00/0000/L0029": encode_znode(ledger({0: ENSEMBLE}, -1, state=OPEN, ledger_id=29, ctime=-1), version=2),
+          "00/0000/L0029.stat.json": _stat(ZNODE_CTIME)}, (-1, ZNODE_CTIME, None, None)),  # v2 field present: same
 }
 HTTP = {30: (1_600_000_000_000, 1_600_000_000_000, "metadata"), 31: (-1, None, None)}
 
