@@ -20,7 +20,8 @@ def _mm2_findings(rows: list[dict], tolerance: int) -> list[dict]:
             out.append({"check": "kafka.mm2_target_group_ahead", **base, "offset_from": low,
                         "offset_to": r["target_committed"] - 1, "entry_count": r["skipped"]})
         if r["redelivered_behind_syncs"] > tolerance:
-            out.append({"check": "kafka.mm2_failover_redelivery", **base, "offset_from": r["target_committed"],
+            out.append({"check": "kafka.mm2_failover_redelivery", **base,
+                        "offset_from": max(r["target_committed"], r["target_log_start"]),
                         "offset_to": r["sync_position"] - 1, "entry_count": r["redelivered_behind_syncs"]})
     return out
 

@@ -111,7 +111,8 @@ def failover_rows(flow: MirrorFlow, syncs: dict, now: int) -> list[dict]:
     whose every copy lies below D. `resume_at` = the first downstream record at or above U (where it should
     start), `sync_position` = where the latest sync at or below U (latest generation) places U, and
     `redelivered_behind_syncs` = the redelivered records below that position: MirrorMaker had already placed the
-    group past them when the target group was read."""
+    group past them when the target group was read. `target_log_start`: the remote partition's log start (a
+    consumer starting at D below it reads from there: retention deleted the rest)."""
     rows = []
     for group, topic in sorted(flow.groups.items()):
         for (t, p), upstream in sorted(flow.source.groups.get(group, {}).items()):
@@ -119,6 +120,8 @@ def failover_rows(flow: MirrorFlow, syncs: dict, now: int) -> list[dict]:
                 continue
             target = flow.target.groups.get(group, {}).get((flow.remote(t), p))
             records = _downstream(flow, t, p)
+            log = flow.target.leader_log(flow.target.partitions[(flow.remote(t), p)])
+            log_start = 0 if log is None else log.log_start
             resume = next((d for d, u in records if u >= upstream), None)
             redelivered = skipped = 0
             if target is not None:
@@ -136,6 +139,6 @@ def failover_rows(flow: MirrorFlow, syncs: dict, now: int) -> list[dict]:
                          "group": group, "topic": t, "partition": p, "remote_topic": flow.remote(t),
                          "upstream_committed": upstream, "target_committed": target, "resume_at": resume,
                          "sync_position": sync_position, "redelivered": redelivered, "skipped": skipped,
-                         "redelivered_behind_syncs": behind_syncs,
+                         "redelivered_behind_syncs": behind_syncs, "target_log_start": log_start,
                          "read_at_ms": now, "mm2_version": flow.spec.mm2_version})
     return rows

@@ -2,8 +2,9 @@
 metrics/kafka_coverage (docs/kafka/contracts.md "Metrics"): summary["kafka"] (per cluster: partitions, replicas,
 findings, the follower-lag histogram; per MirrorMaker 2 flow: group-partitions, redelivered / skipped bounds; what
 was not judged), its HTML section with two plots, terminal lines, how the lab scorecard matches Kafka findings --
-on (check, cluster, topic, partition[, broker][, group]) from the evidence JSON -- and the lab's MM2 failover
-comparison (lab["mm2_failover"]). The functions below SECTION's entry points are pure: values in, dicts out."""
+on (check, cluster, topic, partition[, broker][, group][, offset_from, offset_to]) from the evidence JSON -- and the
+lab's MM2 failover comparison (lab["mm2_failover"]). The functions below SECTION's entry points are pure: values
+in, dicts out."""
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
@@ -250,27 +251,38 @@ def _int(value: Any) -> int | None:
         return None
 
 
+def _offsets(f: Mapping[str, Any]) -> tuple:
+    """(offset_from, offset_to) when `f` names either, else ()."""
+    if f.get("offset_from") is None and f.get("offset_to") is None:
+        return ()
+    return (_int(f.get("offset_from")), _int(f.get("offset_to")))
+
+
 def truth_key(f: Mapping[str, Any]) -> tuple:
-    """("kafka", check, cluster, topic, partition, broker, group, source) of a ground-truth finding; broker, group
-    and source (the MirrorMaker 2 source alias) are part of the key only when the truth names them (the check is
-    about one replica / one consumer group of one flow)."""
+    """("kafka", check, cluster, topic, partition, broker, group, source[, offset_from, offset_to]) of a
+    ground-truth finding; broker, group and source (the MirrorMaker 2 source alias) are part of the key only when
+    the truth names them (the check is about one replica / one consumer group of one flow), the offsets (inclusive)
+    only when it names them: a finding at other offsets is then a miss and a false alarm."""
     return (SYSTEM, f.get("check"), f.get("cluster"), f.get("topic"), _int(f.get("partition")),
-            _int(f.get("broker")), f.get("group"), f.get("source"))
+            _int(f.get("broker")), f.get("group"), f.get("source")) + _offsets(f)
 
 
 def claims(v: Mapping[str, Any]) -> list[tuple[tuple, Any]]:
     """The violation as its evidence names it; and, when it names a broker, the same without the broker (a truth
-    about the partition as a whole)."""
+    about the partition as a whole). Evidence with offsets claims both keys with its offsets first, then both
+    without them (a truth that names no offsets)."""
     ev = evidence(v)
-    whole = truth_key({**ev, "check": v.get("check"), "cluster": v.get("cluster")})
-    out = [(whole, v.get("entry_count"))]
-    if whole[5] is not None:
-        out.append((whole[:5] + (None,) + whole[6:], v.get("entry_count")))
-    return out
+    whole = truth_key({**ev, "check": v.get("check"), "cluster": v.get("cluster"), "offset_from": None,
+                       "offset_to": None})
+    keys = [whole] if whole[5] is None else [whole, whole[:5] + (None,) + whole[6:]]
+    offsets = _offsets(ev)
+    if offsets:
+        keys = [k + offsets for k in keys] + keys
+    return [(k, v.get("entry_count")) for k in keys]
 
 
 def truth_item(f: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: f.get(k) for k in KEY[2:] if f.get(k) is not None}
+    return {k: f.get(k) for k in (*KEY[2:], "offset_from", "offset_to") if f.get(k) is not None}
 
 
 def _fkey(r: Mapping[str, Any]) -> tuple:
