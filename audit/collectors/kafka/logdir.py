@@ -14,7 +14,9 @@ is assigned, before that epoch's batches are appended) and its segments up to th
 broker's copy never shows a HW above the LEO, nor a batch whose epoch is missing from the checkpoint. A broker
 still writing is normal: a segment deleted after the listing is `vanished`, a growing active segment is read up to
 its listed size, and a partial batch at that size is the segment's `tail`. A broken batch header ends that
-segment's index with an error naming the file and the byte offset, and the scan goes on with the next file.
+segment's index with an error naming the file and the byte offset, and the scan goes on with the next file;
+with `verify_crc` a batch whose CRC does not match is an error naming the file, its position and its base offset,
+and the scan goes on with the next batch.
 
 Partition dirs are `<topic>-<partition>` (core/.../log/LocalLog.scala parseTopicPartitionName @1eb7644349c);
 `<topic>-<p>.<id>-future|-delete|-stray` dirs (replica moves, deletions, strays) are listed in scan.json
@@ -232,7 +234,13 @@ class _DirScan:
         self.count("batches_indexed", len(result.batches))
         self.count("segment_bytes_read", result.read_bytes)
         if self.verify_crc:
-            self.count("batches_crc_invalid", sum(1 for _, _, ok in result.batches if ok is False))
+            bad = [(position, h) for position, h, ok in result.batches if ok is False]
+            self.count("batches_crc_invalid", len(bad))
+            for position, h in bad:
+                # the header was readable, so the batch stays indexed (crc_valid false) and the scan goes on
+                self.error(rel, position, f"{rel}: batch@{position} (base offset {h.base_offset}): stored crc "
+                                          f"{h.crc} does not match the {'CRC-32C' if h.magic >= 2 else 'CRC-32'} "
+                                          "of its bytes")
         if result.tail is not None:
             entry["tail"] = {"offset": result.tail[0], "why": result.tail[1]}
             if not active:        # a rolled segment is complete: a partial batch in it is damage

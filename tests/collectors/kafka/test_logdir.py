@@ -94,8 +94,13 @@ def test_broken_input_is_named_by_file_and_offset_and_the_scan_goes_on(tmp_path)
     assert "entry count" in errors[("lying-0/leader-epoch-checkpoint", None)]
     bad = segment(store, "brokers/1/dir0/bad-0/batches.json", segment_name(0))
     assert bad["batches"]["base_offset"] == [0, 2] and bad["error"]["offset"] == 210
-    assert segment(store, "brokers/1/dir0/crc-0/batches.json", segment_name(0))["batches"]["crc_valid"] == [True, False]
+    crc = segment(store, "brokers/1/dir0/crc-0/batches.json", segment_name(0))["batches"]
+    assert crc["crc_valid"] == [True, False] and crc["base_offset"] == [0, 2]
     assert result.counts["batches_crc_invalid"] == 1
+    # the bad CRC is named by file, the batch's position and its base offset; the batch stays indexed
+    crc_error = errors[("crc-0/" + segment_name(0), crc["position"][1])]
+    assert "crc-0/00000000000000000000.log" in crc_error and "base offset 2" in crc_error and "CRC-32C" in crc_error
+    assert crc["position"][1] > 0 and len(result.scan["errors"]) == result.counts["errors"] == 4
     # the other partitions are indexed as if nothing happened; the broken segment is a coverage gap
     assert segment(store, "brokers/1/dir0/orders-0/batches.json", segment_name(6))["batches"]["base_offset"] == [6, 8]
     assert [g.what for g in result.gaps] == ["segment batches"] and result.gaps[0].source.endswith("@210")
