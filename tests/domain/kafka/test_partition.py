@@ -130,6 +130,15 @@ CASES = [
      part(rep(1, [(0, 0), (1, 6)], 0, 7, 7, at=10), rep(2, None, 0, 10, 8, at=20, mismatch_ranges=((6, 7),)),
           metadata=md(1, isr=(1,))), HW,
      [(COVERAGE, 2, 0, 9, 10), ("kafka.divergent_logs", 2, 6, 6, 1), (COVERAGE, 2, 7, 7, 1)]),
+    # an aborted transaction, replicated identically: records 10..14 in epoch 0, then the ABORT marker at 15 (a
+    # control batch without a sequence) from the new leader of epoch 1 (the coordinator aborted it across the
+    # leader change), and the producer's next batches go on from the aborted sequences: what Spark computes of
+    # that (no mismatch, no sequence gap; tests/transforms/kafka/test_aborted_transactions.py) is no finding
+    ("aborted-transaction",
+     part(rep(1, [(0, 0), (1, 15)], 0, 20, 20), rep(2, [(0, 0), (1, 15)], 0, 20, 20), metadata=md(1)), EP, []),
+    # the follower fetched the ABORT marker but has not yet learned the high watermark past it
+    ("aborted-transaction-marker-in-flight",
+     part(rep(1, [(0, 0), (1, 15)], 0, 16, 16), rep(2, [(0, 0), (1, 15)], 0, 16, 15), metadata=md(1)), EP, []),
     ("sequence-gap", part(rep(1, [(0, 0)], 0, 90, 90, sequence_gaps=1, sequence_gap_first_offset=30,
                               sequence_gap_last_offset=31), rep(2, [(0, 0)], 0, 90, 90), metadata=md(1)), EP,
      [("kafka.producer_sequence_gap", 1, 30, 31, 1)]),
