@@ -157,6 +157,10 @@ class BookKeeperThresholds(Record):
 
     open_ledger_max_age_s: Duration = Field(6 * 3600, alias="open_ledger_max_age")
     min_racks_per_write_quorum: AtLeastOne = 2
+    # A DbLedgerStorage bookie's location index lacks what its write cache has not flushed yet (every
+    # flushInterval, 10 s as shipped): a ledger written within this long before the index read is not judged
+    # from that index (audit/domain/bookkeeper/evidence.py settled_in_index)
+    location_index_settle_s: Duration = Field(60, alias="location_index_settle")
 
 
 __all__ = ["AdminHttpConfig", "BookKeeperCluster", "BookKeeperThresholds", "ZooKeeperConfig", "Timeouts",

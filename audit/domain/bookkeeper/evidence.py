@@ -98,6 +98,21 @@ def probe_holdings(md: LedgerMetadata, bookie: str, absent: Iterable[int]) -> li
     return None if expected is None else without(expected, absent)
 
 
+def settled_in_index(md: LedgerMetadata, znode_mtime_ms: int | None, read_at_ms: int | None,
+                     settle_ms: int) -> bool:
+    """Whether a bookie's location index, read at `read_at_ms`, can speak for every entry of the ledger.
+
+    DbLedgerStorage adds an entry's key to the index only when its write cache is flushed (every flushInterval,
+    or sooner when the cache fills); until then the entry is only in the journal and the cache. An index read
+    within `settle_ms` of the ledger's last metadata write (the znode's mtime: created, ensemble changed,
+    closed), or before it, may lack entries the bookie holds. Without an mtime the effective ctime bounds the
+    ledger's start; without either (and without a read instant) the index is taken as it is."""
+    if read_at_ms is None or read_at_ms <= 0:
+        return True
+    last = max((t for t in (znode_mtime_ms, md.ctime) if t is not None and t > 0), default=None)
+    return last is None or last + settle_ms <= read_at_ms
+
+
 def complete_inventory_misses(md: LedgerMetadata, answered: Iterable[str],
                               inventories: Mapping[str, frozenset[int] | None]) -> list[str]:
     """Ensemble members of `md` with a complete location-index inventory and no answer for the ledger: they hold

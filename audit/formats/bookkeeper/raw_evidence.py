@@ -59,6 +59,14 @@ def znode_ctime(data: bytes, key: str) -> int | None:
     return doc["ctime"] if doc["ctime"] > 0 else None
 
 
+def znode_mtime(data: bytes, key: str) -> int | None:
+    """The Stat's mtime (ms since epoch): the ledger's last metadata write (creation, ensemble change, close);
+    None when ZooKeeper's value is not a time (<= 0)."""
+    doc = _object(data, key, "ZooKeeper Stat {czxid, mzxid, ctime, ...}")
+    _int(doc, key, "mtime")
+    return doc["mtime"] if doc["mtime"] > 0 else None
+
+
 def deletion_note(data: bytes, key: str, ledger_id: int) -> None:
     """Checks a `<znode path>.deleted.json` note: a JSON object naming `ledger_id` (the ledger of its path)."""
     doc = _object(data, key, "deletion note {ledger_id, checked_at_ms, reason}")
@@ -93,7 +101,7 @@ def inventory(data: bytes, key: str, bookie: str) -> dict:
     reason = (f"locations index of {len(doc['databases'])} database(s) read {opened} at {read_at} ms: "
               f"{ledgers} ledgers, {entries} entries" + ("" if asked is None else f", {len(asked)} ledgers asked")
               + ("" if complete else "; incomplete: a ledger without a file is unknown"))
-    return {"complete": complete, "ledger_ids": asked, "reason": reason}
+    return {"complete": complete, "ledger_ids": asked, "reason": reason, "read_at_ms": read_at}
 
 
 def probe_bookie(data: bytes, key: str, bookie: str) -> dict:

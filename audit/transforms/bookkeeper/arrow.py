@@ -21,8 +21,11 @@ def _lists(arr: pa.Array) -> tuple[list[int], pa.Array, list[bool]]:
     return arr.offsets.to_pylist(), arr.values, arr.is_null().to_pylist()
 
 
-def iter_ledgers(batch: pa.RecordBatch) -> Iterator[tuple[str, LedgerMetadata, dict[str, BookieAnswer]]]:
+def iter_ledgers(batch: pa.RecordBatch) -> Iterator[tuple[str, LedgerMetadata, dict[str, BookieAnswer], int | None]]:
+    """(cluster, metadata, answers by bookie, the znode's mtime or None) per ledger row."""
     cols = {name: batch.column(name).to_pylist() for name in _SCALARS}
+    mtimes = (batch.column("znode_mtime").to_pylist() if "znode_mtime" in batch.schema.names
+              else [None] * batch.num_rows)
     seg_off, seg_vals, seg_null = _lists(batch.column("segments"))
     seg_first = seg_vals.field("first_entry_id").to_pylist()
     ens_off, ens_vals, _ = _lists(seg_vals.field("ensemble"))
@@ -70,4 +73,4 @@ def iter_ledgers(batch: pa.RecordBatch) -> Iterator[tuple[str, LedgerMetadata, d
             ack_quorum_size=cols["ack_quorum"][r], state=cols["state"][r], last_entry_id=cols["last_entry_id"][r],
             length=cols["length"][r] or 0, segments=segments, digest_type=cols["digest_type"][r],
             has_password=bool(cols["has_password"][r]), ctime=cols["ctime"][r], ctoken=cols["ctoken"][r])
-        yield cols["cluster"][r], md, answers
+        yield cols["cluster"][r], md, answers, mtimes[r]

@@ -24,7 +24,7 @@ from pyspark.sql.types import ArrayType, StructField, StructType
 from audit.contracts import AuditRequest
 from audit.domain.bookkeeper.evidence import LOCATION_INDEX
 from audit.transforms.bookkeeper.arrow import iter_ledgers
-from audit.transforms.bookkeeper.audit_rows import SYSTEM, Settings, audit_parsed, audit_row
+from audit.transforms.bookkeeper.audit_rows import DEFAULT_INDEX_SETTLE_MS, SYSTEM, Settings, audit_parsed, audit_row
 from audit.transforms.bookkeeper.normalize import GROUP
 from audit.transforms.common import (B, I, L, S, VIOLATIONS, CachedTuple, has_table, read, rows_written, struct,
                                      violations_path, write)
@@ -43,7 +43,7 @@ ANSWER = struct(("bookie", S), ("status", S), ("error", S), ("groups", ArrayType
                 ("probe_share", I), ("probed", L), ("absent", ArrayType(L)))
 # Columns the audit reads from ledger_state rows.
 STATE_COLUMNS = ["cluster", "ledger_id", "format_version", "state", "ensemble_size", "write_quorum", "ack_quorum",
-                 "last_entry_id", "length", "ctime", "ctoken", "digest_type", "has_password", "segments", "answers"]
+                 "last_entry_id", "length", "ctime", "ctoken", "digest_type", "has_password", "segments", "answers", "znode_mtime"]
 _AUDITED = StructType(METRICS.fields + [StructField("fragments", ArrayType(FRAGMENTS)),
                                         StructField("outside", ArrayType(OUTSIDE)),
                                         StructField("violations", ArrayType(VIOLATIONS))])
@@ -83,24 +83,38 @@ def _inventories(evidence_df: DataFrame | None) -> dict:
     return out
 
 
+def _index_reads(evidence_df: DataFrame | None) -> dict:
+    """{cluster: {bookie: read_at_ms}} of every location-index inventory (one row per bookie)."""
+    if evidence_df is None or "read_at_ms" not in evidence_df.columns:
+        return {}
+    out: dict = {}
+    for r in evidence_df.where(F.col("evidence") == LOCATION_INDEX).select("cluster", "bookie", "read_at_ms").collect():
+        out.setdefault(r["cluster"], {})[r["bookie"]] = r["read_at_ms"]
+    return out
+
+
 def audit(state_df: DataFrame, bookies_df: DataFrame | None = None, *, run_id: str = "",
           as_of_ms: int | None = None, open_ledger_max_age_ms: int | None = None,
           min_racks_per_write_quorum: int = 2, max_ranges: int = 1000,
-          engine: str = "mapInArrow", evidence_df: DataFrame | None = None) -> tuple[DataFrame, ...]:
+          engine: str = "mapInArrow", evidence_df: DataFrame | None = None,
+          index_settle_ms: int = DEFAULT_INDEX_SETTLE_MS) -> tuple[DataFrame, ...]:
     """(metrics_df, fragments_df, violations_df, outside_df) from ledger_state rows.
 
     The per-ledger work runs once into a persisted DataFrame that the three outputs select from;
     `engine` is "mapInArrow" (default, measured faster: see bench/) or "arrow_udf"."""
     settings = Settings(run_id, _bookie_map(bookies_df), as_of_ms, open_ledger_max_age_ms,
-                        min_racks_per_write_quorum, max_ranges, _inventories(evidence_df))
+                        min_racks_per_write_quorum, max_ranges, _inventories(evidence_df),
+                        _index_reads(evidence_df), index_settle_ms)
     out_schema = _AUDITED
+    if "znode_mtime" not in state_df.columns:     # ledgers without their znodes' Stat (admin HTTP, generated)
+        state_df = state_df.withColumn("znode_mtime", F.lit(None).cast("long"))
     state = state_df.select(*STATE_COLUMNS)
     if engine == "mapInArrow":
         arrow_schema = to_arrow_schema(out_schema)
 
         def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             for batch in batches:
-                rows = [audit_parsed(c, md, answers, settings) for c, md, answers in iter_ledgers(batch)]
+                rows = [audit_parsed(c, md, answers, settings, mtime) for c, md, answers, mtime in iter_ledgers(batch)]
                 yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
 
         audited = state.mapInArrow(run, out_schema)
@@ -137,7 +151,8 @@ def run(spark: SparkSession, tables_dir: str, root: str, request: AuditRequest) 
                          read(spark, os.path.join(tables_dir, "bk_entry_availability")))
     frames = audit(state, bookies, run_id=request.run_id, as_of_ms=request.as_of_ms,
                    open_ledger_max_age_ms=th.open_ledger_max_age_s * 1000 if request.as_of_ms is not None else None,
-                   min_racks_per_write_quorum=th.min_racks_per_write_quorum, evidence_df=evidence)
+                   min_racks_per_write_quorum=th.min_racks_per_write_quorum, evidence_df=evidence,
+                   index_settle_ms=int(th.location_index_settle_s * 1000))
     paths = {"metrics": os.path.join(root, "metrics", "bk_ledger_replicas"),
              "fragments": os.path.join(root, "findings", "bk_missing_fragments"),
              "violations": violations_path(root, SYSTEM),

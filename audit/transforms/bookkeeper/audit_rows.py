@@ -14,7 +14,8 @@ import json
 from typing import Any, Iterable, Mapping
 
 from audit.domain.bookkeeper.checks import CHECKS
-from audit.domain.bookkeeper.evidence import ENTRIES_OF_LEDGER, LOCATION_INDEX, READ_PROBE, complete_inventory_misses
+from audit.domain.bookkeeper.evidence import (ENTRIES_OF_LEDGER, LOCATION_INDEX, READ_PROBE, complete_inventory_misses,
+                                              settled_in_index)
 from audit.domain.bookkeeper.invariants import metadata_violations
 from audit.domain.bookkeeper.model import IN_RECOVERY, OPEN, LedgerMetadata, Segment, SequenceGroup
 from audit.domain.bookkeeper.placement import placement_violations
@@ -24,6 +25,9 @@ from audit.domain.bookkeeper.striping import count_expected
 
 SYSTEM = "bookkeeper"
 EVIDENCE_RANGES = 20  # ranges quoted per fragment in a finding's evidence; the full list is in bk_missing_fragments
+
+UNSETTLED = "location index read before the ledger settled: entries may still be in the bookie's write cache"
+DEFAULT_INDEX_SETTLE_MS = 60_000   # the estate's thresholds.location_index_settle
 
 # Bookie registration states in bk_bookies (see bookkeeper.normalize_bookkeeper)
 AVAILABLE, READONLY, REGISTERED = "available", "readonly", "registered"
@@ -73,23 +77,46 @@ class Settings:
     `bookies`: {cluster: {bookie: (state, rack)}} from bk_bookies; a cluster absent from it is not judged
     for unknown/dead bookies (its registration lists were not collected).
     `inventories`: {cluster: {bookie: asked ledger ids or None (all)}} of the bookies whose location-index
-    inventory is complete (bk_bookie_evidence): a member without an answer for a ledger holds nothing of it."""
+    inventory is complete (bk_bookie_evidence): a member without an answer for a ledger holds nothing of it.
+    `index_reads`: {cluster: {bookie: read_at_ms}} of every location-index bookie; `index_settle_ms`: how long
+    after a ledger's last metadata write its entries are surely in a bookie's index (evidence.settled_in_index)."""
 
     def __init__(self, run_id: str = "", bookies: Mapping[str, Mapping[str, tuple[str, str | None]]] | None = None,
                  as_of_ms: int | None = None, open_ledger_max_age_ms: int | None = None,
                  min_racks_per_write_quorum: int = 2, max_ranges: int = 1000,
-                 inventories: Mapping[str, Mapping[str, frozenset[int] | None]] | None = None):
+                 inventories: Mapping[str, Mapping[str, frozenset[int] | None]] | None = None,
+                 index_reads: Mapping[str, Mapping[str, int | None]] | None = None,
+                 index_settle_ms: int = DEFAULT_INDEX_SETTLE_MS):
         self.run_id, self.bookies, self.inventories = run_id, bookies or {}, inventories or {}
+        self.index_reads, self.index_settle_ms = index_reads or {}, index_settle_ms
         self.as_of_ms, self.open_ledger_max_age_ms = as_of_ms, open_ledger_max_age_ms
         self.min_racks_per_write_quorum, self.max_ranges = min_racks_per_write_quorum, max_ranges
 
 
 def audit_row(row: Mapping[str, Any], s: Settings) -> dict:
     """{metric columns..., fragments: [...], violations: [...]} for one ledger row."""
-    return audit_parsed(row["cluster"], metadata_from_row(row), answers_from_row(row), s)
+    return audit_parsed(row["cluster"], metadata_from_row(row), answers_from_row(row), s, row.get("znode_mtime"))
 
 
-def audit_parsed(cluster: str, md: LedgerMetadata, answers: Mapping[str, BookieAnswer], s: Settings) -> dict:
+def unsettled_index_bookies(cluster: str, md: LedgerMetadata, answers: Mapping[str, BookieAnswer],
+                            znode_mtime_ms: int | None, s: Settings) -> list[str]:
+    """Ensemble members whose only evidence for the ledger is a location index read before the ledger settled:
+    unavailable for it tonight (never missing entries); the next night judges it."""
+    reads = s.index_reads.get(cluster) or {}
+    out = []
+    for b in dict.fromkeys(b for seg in md.segments for b in seg.ensemble):
+        if b not in reads or (b in answers and answers[b].evidence != LOCATION_INDEX):
+            continue
+        if not settled_in_index(md, znode_mtime_ms, reads[b], s.index_settle_ms):
+            out.append(b)
+    return out
+
+
+def audit_parsed(cluster: str, md: LedgerMetadata, answers: Mapping[str, BookieAnswer], s: Settings,
+                 znode_mtime_ms: int | None = None) -> dict:
+    unsettled = unsettled_index_bookies(cluster, md, answers, znode_mtime_ms, s)
+    if unsettled:
+        answers = {**answers, **{b: BookieAnswer.unavailable(UNSETTLED, LOCATION_INDEX) for b in unsettled}}
     inventories = s.inventories.get(cluster)
     if inventories:
         misses = complete_inventory_misses(md, answers, inventories)

@@ -201,13 +201,13 @@ def _bookie_lists(cluster: str, key: str, data: bytes) -> Iterator[Row]:
 
 
 def stat_rows(cluster: str, rest: list[str], key: str, data: bytes) -> Iterator[Row]:
-    """ledger-metadata/<znode path>.stat.json -> the znode's ctime, joined into bk_ledgers by normalize."""
+    """ledger-metadata/<znode path>.stat.json -> the znode's ctime and mtime, joined into bk_ledgers by normalize."""
     path = "/".join(rest[1:])[: -len(STAT_SUFFIX)]
     ledger_id = ledger_metadata.ledger_id_from_znode_path(path)
     if ledger_id is None:
         raise PayloadError(key, "key", "ledger-metadata/<ledger znode path>.stat.json", "/".join(rest))
     yield ZNODE_STATS, {"cluster": cluster, "ledger_id": ledger_id, "znode_ctime": raw_evidence.znode_ctime(data, key),
-                        "source_key": key}
+                        "znode_mtime": raw_evidence.znode_mtime(data, key), "source_key": key}
 
 
 def _deleted_rows(cluster: str, rest: list[str], key: str, data: bytes) -> Iterator[Row]:
@@ -253,11 +253,12 @@ def bookie_evidence_rows(cluster: str, rest: list[str], key: str, data: bytes, k
     if len(rest) != 3:
         raise PayloadError(key, "key", f"{rest[0]}/<bookieId>/{rest[-1]}", "/".join(rest))
     bookie = rest[1]
-    row = {"cluster": cluster, "bookie": bookie, "source_key": key, "share_percent": None, "ledger_ids": None}
+    row = {"cluster": cluster, "bookie": bookie, "source_key": key, "share_percent": None, "ledger_ids": None,
+           "read_at_ms": None}
     if kind == INDEX_INVENTORY:
         inv = raw_evidence.inventory(data, key, bookie)
         row.update(evidence=evidence.LOCATION_INDEX, complete=inv["complete"], reason=inv["reason"],
-                   ledger_ids=inv["ledger_ids"])
+                   ledger_ids=inv["ledger_ids"], read_at_ms=inv["read_at_ms"])
     else:
         doc = raw_evidence.probe_bookie(data, key, bookie)
         # Probes never see what a bookie holds outside its stripe: never a complete inventory.

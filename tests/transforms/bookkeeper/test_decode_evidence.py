@@ -29,7 +29,7 @@ def _one(key, data):
 def test_stat_gives_the_znode_ctime_keyed_by_the_ledger_of_the_path():
     assert _one("ledger-metadata/00/0000/L0007.stat.json", _j(STAT)) == [
         ("_znode_stats", {"cluster": "bk-a", "ledger_id": 7, "znode_ctime": 1_690_000_000_000,
-                          "source_key": K + "ledger-metadata/00/0000/L0007.stat.json"})]
+                          "znode_mtime": STAT["mtime"], "source_key": K + "ledger-metadata/00/0000/L0007.stat.json"})]
     (row,) = _one("ledger-metadata/L0000000008.stat.json", _j(STAT | {"ctime": 0}))
     assert row[1]["ledger_id"] == 8 and row[1]["znode_ctime"] is None     # not a time: unknown
 
