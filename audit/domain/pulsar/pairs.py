@@ -15,7 +15,7 @@ from audit.domain.pulsar.failover import Bounds, compare, failover
 from audit.domain.pulsar.identity import Match
 from audit.domain.pulsar.positions import Position
 from audit.domain.pulsar.reads import PRIMARY, Bracket, CursorRead, bracket
-from audit.domain.pulsar.sides import ClusterSide, Cursor, Settings, read_after
+from audit.domain.pulsar.sides import REPLICATOR, ClusterSide, Cursor, Settings, read_after
 
 AMBIGUOUS = "pairing_ambiguous"
 UNBRACKETED, UNTIMED = "reads_not_bracketing", "read_instants_unknown"
@@ -76,6 +76,16 @@ def _delivered(read: CursorRead | None, remote: str) -> Callable[[Position], boo
     return None
 
 
+def _processed(read: CursorRead | None, side: ClusterSide, remote: str) -> Callable[[Position], bool]:
+    """Whether side's replicator to `remote` had read (and so acked) a position by `read` (else by side's
+    collection read, no later): only then had side's broker handed a marker copied from `remote` to PIP-33
+    (PersistentReplicator.checkReplicatedSubscriptionMarker). No such replicator: nothing was."""
+    found = [c for c in (read.cursors.values() if read is not None else ())
+             if c.kind == REPLICATOR and c.remote_cluster == remote]
+    c = found[0] if found else side.replicator(remote)
+    return c.acks.contains if c is not None else (lambda p: False)
+
+
 def _ms(read: CursorRead | None, answered: bool = True) -> int | None:
     if read is None:
         return None
@@ -112,11 +122,12 @@ def pair_rows(topic: str, x: ClusterSide, y: ClusterSide, m: Match, acked, sent,
                                       cx.acks.read_position, cache=cache, target_markers=y.window.markers,
                                       distance=lambda a, c: max(0, index.count_below(c)
                                                                 - index.count_at_or_below(a)),
-                                      delivered=_delivered(before, y.cluster) if b and not b.untimed else None)
+                                      delivered=_delivered(before, y.cluster) if b and not b.untimed else None,
+                                      processed=_processed(b.target if b else None, y, x.cluster))
         fo = failover(comparison, cx_before.acks, cy.acks, target_end=y.dump_to, target_from=y.dump_from,
                       source_acked=acked(x, cx_before, n_before), target_acked=acked(y, cy, y_read),
                       fallback=exp.expected, max_acknowledge=settings.max_acknowledge,
-                      reach=exp.expected if exp.basis == "update" else None,   # a cached snapshot told Y nothing
+                      reach=exp.reach,   # what Y's broker applied; a cached snapshot told Y nothing
                       source_after=cx_after.acks, source_after_acked=acked(x, cx_after, n_after),
                       after_known=after_known)
         ahead = pip33.messages_ahead(y.window, cy_primary.acks.mark_delete, exp.justified) if replicated else 0
@@ -144,6 +155,7 @@ def pair_rows(topic: str, x: ClusterSide, y: ClusterSide, m: Match, acked, sent,
                                         "source_read_after_ms")}
         evidence.update(snapshot_cache=f"{cache.kind}/{cache.size}", snapshot_cache_note=cache_note)
         evidence.update(expected_basis=exp.basis, justified_target_mdp=_pos(exp.justified),
+                        applied_target_mdp=_pos(exp.reach),
                         target_moves_backward=fo.target_moves_backward, exact_known=fo.exact_known)
         now = y.now_ms(settings.as_of_ms)
         now = now if now is not None else y.window.newest_publish_ms

@@ -19,7 +19,13 @@ about Y only through markers in its dump window: its own UPDATEs for S and its o
 source MDP, naming Y. Without one there is no claim (this keeps one-sided and reverse pairs quiet). With one,
 Y's markDeletePosition may justifiably reach the highest Y position among those and among the UPDATE copies
 for S naming Y that Y received (from any cluster: a third cluster's consumers move Y too). Past that, over at
-least one target message, the target's own consumers acked (target_cursor_ahead)."""
+least one target message, the target's own consumers acked (target_cursor_ahead).
+What PIP-33 reached on Y (`reach`, the redelivery rule's bound): Y's broker applies an UPDATE copy from X only when
+Y's replicator back to X reads it (PersistentReplicator / GeoPersistentReplicator.replicateEntries ->
+checkReplicatedSubscriptionMarker -> PersistentTopic.receivedReplicatedSubscriptionMarker); no such replicator,
+no UPDATE applied. It acks the copy right after (asyncDelete of a replicated entry), so the copies it processed
+are the ones its cursor `pulsar.repl.X` acked (`processed`). A copy outside Y's window cannot be placed: below the
+window it told a position at or below Y's markDeletePosition anyway; after it, its processing cannot be shown."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,6 +47,7 @@ class Expectation:
     expected: Position | None      # expected_target_mdp
     basis: str | None              # "update", "snapshot" or None
     justified: Position | None     # the highest target MDP anything justifies; None = nothing visible
+    reach: Position | None = None  # the newest position an UPDATE Y's broker had applied told Y; None = none
 
 
 def _own(markers: Iterable[Marker], marker_type: int) -> list[Marker]:
@@ -63,11 +70,14 @@ def expect_target(source_markers: Sequence[Marker], subscription: str, source: s
                   source_mdp: Position, source_read: Position | None, *, cache: CacheModel = DEFAULT_CACHE,
                   target_markers: Sequence[Marker] = (),
                   distance: Callable[[Position, Position], int] | None = None,
-                  delivered: Callable[[Position], bool] | None = None) -> Expectation:
+                  delivered: Callable[[Position], bool] | None = None,
+                  processed: Callable[[Position], bool] | None = None) -> Expectation:
     """`distance(a, b)`: X's entries strictly between a and b (the SPREAD cache's eviction measure).
     `delivered(p)`: X's own marker at p had reached Y when Y's cursor was read (X's replicator to Y had acked it;
     docs/pulsar/audit.md "Snapshots minutes apart"): only those UPDATEs told Y anything. None: every one did
-    (one snapshot per cluster, taken as simultaneous)."""
+    (one snapshot per cluster, taken as simultaneous).
+    `processed(q)`: Y's replicator to X had read Y's entry at q when Y's cursor was read: only the UPDATE copies
+    in Y's window it had read are `reach`. None: `reach` is the expectation of an UPDATE (every one applied)."""
     snapshots = sorted((m for m in _own(source_markers, SNAPSHOT) if m.local is not None and target in m.clusters),
                        key=lambda m: m.position)
     own = _updates(source_markers, subscription, target, None)
@@ -76,8 +86,12 @@ def expect_target(source_markers: Sequence[Marker], subscription: str, source: s
     if delivered is not None:
         own = [p for m, p in _own_updates(source_markers, subscription, target) if delivered(m.position)]
     told = own + _updates(target_markers, subscription, target, source)
+    applied = told if processed is None else [
+        m.clusters[target] for m in target_markers if m.marker_type == UPDATE and m.subscription == subscription
+        and target in m.clusters and m.replicated_from == source and processed(m.position)]
+    reach = max(applied) if applied else None
     if told:
-        return Expectation(max(told), "update", justified)   # successive UPDATEs only move forward
+        return Expectation(max(told), "update", justified, reach)   # successive UPDATEs only move forward
     read = [s for s in snapshots if source_read is None or s.position < source_read]
     cached = [s for s in surviving(cache, [(s.local, s) for s in read], distance) if s.local <= source_mdp]
     if cached:

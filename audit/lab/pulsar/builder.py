@@ -116,6 +116,12 @@ class WorldBuilder:
             if reconnect_at_ms is not None:
                 self.world.clock.at(self.t0 + reconnect_at_ms, rep.reconnect)
 
+    def reset_cursor(self, role: str, subscription: str, at_ms: int, back_ms: int) -> None:
+        """At `at_ms` an operator resets the subscription by time to `back_ms` before then (topics reset-cursor)."""
+        for part in self.parts:
+            sub = part[role].subscriptions[subscription]
+            self.world.clock.at(self.t0 + at_ms, sub.reset_to_time, self.t0 + at_ms - back_ms)
+
     def subscription(self, role: str, name: str, replicated: bool = True) -> None:
         for part in self.parts:
             Subscription(part[role], name, replicated)

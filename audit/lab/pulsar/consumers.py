@@ -152,6 +152,16 @@ class Subscription:
         if live and self.delayed.pop(idx, None) is not None and not self.cursor.is_acked(idx):
             self._send(live, idx, self.topic.ml.entries[idx])
 
+    def reset_to_time(self, publish_ms: int) -> None:
+        """An operator's reset by time (PersistentSubscription.resetCursor(timestamp)): the read position goes to
+        the entry after the newest one published at or before `publish_ms` (the first entry still held when it
+        was trimmed), the markDeletePosition just before it, the individually-deleted ranges cleared."""
+        ml, c = self.topic.ml, self.cursor
+        idx = next((i for i in range(len(ml.entries) - 1, -1, -1) if ml.entries[i].publish_ms <= publish_ms), -1) + 1
+        c.read_idx = max(idx, ml.first_live_index())
+        c.mdp_idx = c.read_idx - 1
+        c.acked.clear()
+
     # -- acks -----------------------------------------------------------------------------------
     def ack(self, idx: int, local: bool = True) -> None:
         now = self.topic.clock.now

@@ -18,8 +18,9 @@ of W_Y it does not consider acked: redelivered = compared, received, acked on X 
 acked on Y, not acked on X at X_after (plus messages of W_X that lie below W_Y -- the mirror of (b), (c) -- not
 acked at X_after); lost = skipped and at or after X's readPosition at X_after; unsettled = compared and acked on X
 at X_after but not at X_before. lag = redelivered at or below the newest position an UPDATE for the subscription
-had told Y: UPDATE copies from X in W_Y, and X's own UPDATEs in W_X that X's replicator to Y had sent by
-X_before."""
+had told Y and Y had applied: the UPDATE copies from X on Y that Y's replicator back to X had read by r_Y (Y's
+broker hands a marker to PIP-33 only then, PersistentReplicator.checkReplicatedSubscriptionMarker; the lab's
+replicator acks the copy in that same read, replication.py). No replicator back to X: none."""
 from __future__ import annotations
 
 from collections import Counter
@@ -153,16 +154,15 @@ def pair_truth(x: Side, y: Side) -> PairTruth:
                      _below(x, y, wx, x_unmatched, on_target), len(target_amb) + len(source_amb), after, mispaired)
 
 
-def _reach(p: PairTruth, subscription: str, before: Read | None) -> int:
-    """Index on Y of the newest position an UPDATE for the subscription had told Y (-1: none)."""
+def _reach(p: PairTruth, subscription: str, y_read: Read) -> int:
+    """Index on Y of the newest position an UPDATE for the subscription from X that Y had applied by r_Y told Y
+    (-1: none)."""
     x, y = p.x, p.y
-    told = [dict(e.marker.clusters)[y.cluster] for e in (y.topic.ml.entries[i] for i in y.primary.window)
+    repl = y_read.cursors.get(f"pulsar.repl.{x.cluster}")
+    entries = y.topic.ml.entries
+    told = [dict(e.marker.clusters)[y.cluster] for i, e in enumerate(entries[:y_read.entries])
             if e.marker_type == UPDATE and e.replicated_from == x.cluster and e.marker.subscription == subscription
-            and y.cluster in dict(e.marker.clusters)]
-    repl = before.cursors.get(f"pulsar.repl.{y.cluster}") if before is not None else None
-    told += [dict(e.marker.clusters)[y.cluster] for i, e in ((i, x.topic.ml.entries[i]) for i in x.primary.window)
-             if e.marker_type == UPDATE and e.replicated_from is None and e.marker.subscription == subscription
-             and y.cluster in dict(e.marker.clusters) and repl is not None and repl.is_acked(i)]
+            and y.cluster in dict(e.marker.clusters) and repl is not None and repl.is_acked(i)]
     return y.topic.ml.floor_index(max(told)) if told else -1
 
 
@@ -192,7 +192,7 @@ def failover_counts(p: PairTruth, subscription: str) -> dict:
         skipped_rows = []
     lost = sum(1 for j in skipped_rows if j >= ca.read_idx) if ca is not None else 0
     unsettled = sum(1 for i in compared if acked_on_x(i, ca) and not acked_on_x(i, cb))
-    reach = _reach(p, subscription, before)
+    reach = _reach(p, subscription, y_read)
     lagging = [ye[i].publish_ms for i in redelivered if i <= reach]
     return {"redelivered": len(redelivered), "skipped": len(skipped_rows), "lost": lost, "unsettled": unsettled,
             "after_source_window": p.after_source_window, "ambiguous": p.ambiguous, "lag": len(lagging),

@@ -188,15 +188,19 @@ def missing_subscription(b: WorldBuilder, cfg: PulsarLabConfig) -> None:
 
 def standby_replicator_down(b: WorldBuilder, cfg: PulsarLabConfig) -> None:
     # The standby's replicator back to the primary goes down at 40 s: the primary's UPDATE copies that reach the
-    # standby afterwards wait unread (a replicator hands markers to PIP-33 when it reads them), so the standby's
-    # cursor stays behind what PIP-33 told it; no snapshot completes any more.
+    # standby afterwards wait unread (a replicator hands markers to PIP-33 when it reads them): PIP-33 stops
+    # there, and no snapshot completes any more. At 45 s an operator resets the standby's subscription 20 s
+    # back: behind what the UPDATEs it had applied told it, and no UPDATE moves it forward again.
     b.link("a", "b")
     b.link("b", "a", disconnect_at_ms=40_000)
     b.subscription("a", SUB)
     b.subscription("b", SUB)
     b.producer("a", cfg.messages)
     b.consumer("a", SUB, ConsumerPlan(start_ms=0, ack_delay_ms=(100, 2_500)))
+    b.reset_cursor("b", SUB, at_ms=45_000, back_ms=20_000)
     b.fault("replicator_disconnected", cluster=b.cluster("b"), remote=b.cluster("a"), at_ms=b.t0 + 40_000)
+    b.fault("subscription_reset", cluster=b.cluster("b"), subscription=SUB, at_ms=b.t0 + 45_000,
+            to_ms=b.t0 + 25_000)
 
 
 _ALL = [
@@ -232,6 +236,7 @@ _ALL = [
     Scenario("missing-subscription", "orders-late-standby", "geo", "the standby has no subscription until the first "
              "UPDATE creates it, as its broker version does (apache/pulsar#20767)", missing_subscription),
     Scenario("standby-replicator-down", "orders-unapplied", "geo", "the standby's replicator back to the primary "
-             "goes down: UPDATE markers reach the standby but are never applied", standby_replicator_down),
+             "goes down: UPDATE markers reach the standby but are never applied; then the standby's subscription is "
+             "reset behind what the applied ones told it", standby_replicator_down),
 ]
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _ALL}

@@ -75,6 +75,16 @@ def test_updates_seen_on_the_target():
     assert (str(e.expected), e.basis, e.justified) == ("9:4", "update", None)
 
 
+@pytest.mark.parametrize("read_up_to, reach", [("9:21", "9:4"), ("9:19", None), (None, None)])
+def test_reach_is_what_the_target_replicator_back_had_read(read_up_to, reach):
+    """y applies an UPDATE copy from x when its replicator back to x reads it (None: y has no such replicator).
+    x's own newer UPDATE (9:8) tells y nothing y applied: its copy is not in y's window."""
+    target = markers([update("9:20", "9:4", replicated_from="x"), update("9:21", "9:15", replicated_from="z")])
+    e = expect_target(markers([update("5:8", "9:8")]), "orders", "x", "y", P("5:10"), None, target_markers=target,
+                      processed=(lambda p: p <= P(read_up_to)) if read_up_to else (lambda p: False))
+    assert (str(e.expected), e.basis, None if e.reach is None else str(e.reach)) == ("9:8", "update", reach)
+
+
 def target_window():
     recs = [{"pos": f"9:{i}", "producer": "p", "sequence": i} for i in range(10)]
     recs[5] = {"pos": "9:5", "marker_type": 10}

@@ -137,16 +137,23 @@ def test_missing_on_target_only_before_a_later_copy_unless_the_target_was_read_a
     assert found == [missing]
 
 
-@pytest.mark.parametrize("replicator_before, lag", [("5:4", 2), ("5:3", 0)])
-def test_an_update_counts_only_once_the_source_replicator_had_sent_it_before_the_target_was_read(
-        replicator_before, lag):
+@pytest.mark.parametrize("replicator_before, copy_on_west, west_replicator, lag", [
+    ("5:4", True, "9:4", 2),    # sent before west was read, and west's replicator back to east read its copy
+    ("5:4", True, "9:3", 0),    # its copy waits unread on west: PIP-33 applied nothing there yet
+    ("5:4", False, "9:3", 0),   # sent, but its copy is not in west's window: that it was applied cannot be shown
+    ("5:3", False, "9:3", 0),   # not sent when west was read
+])
+def test_an_update_counts_only_once_the_target_replicator_back_had_read_its_copy(replicator_before, copy_on_west,
+                                                                                 west_replicator, lag):
     codes = Codes()
     update = {"pos": "5:4", "marker_type": 13, "subscription": "orders", "clusters": {"west": "9:3"},
               "publish_time": SETTINGS.as_of_ms - 1}
     east_records = [msg(f"5:{i}", i, t=i) for i in range(4)] + [update]
     west_records = [msg(f"9:{i}", i, "east", f"5:{i}", "p-own", t=i) for i in range(4)]
+    if copy_on_west:
+        west_records.append({**update, "pos": "9:4", "replicated_from": "east"})
     east = {**sub("orders", "5:4"), **repl("west", replicator_before)}
-    west = {**sub("orders", "9:1"), **repl("east", "9:-1")}
+    west = {**sub("orders", "9:1"), **repl("east", west_replicator)}
     sides = apart(codes, rereads([east, east], [3000, 3004]), rereads([west, west], [3002, 3006]),
                   west_records=west_records, east_records=east_records,
                   east_cursors={**sub("orders", "5:4"), **repl("west", replicator_before)})

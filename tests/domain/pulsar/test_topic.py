@@ -117,6 +117,76 @@ def test_redelivery_is_a_finding_only_behind_pip33(tolerance, found):
     assert [f["entry_count"] for f in a.findings if f["check"] == "pulsar.failover_redelivery"] == found
 
 
+def two_updates(codes, west_replicator, west_mdp, connected=True):
+    """healthy() with a second PIP-33 round: east's UPDATEs tell west 9:4 (its copy at 9:6) and then 9:9 (copy at
+    9:11); east acked e0..e4. `west_replicator`: the markDeletePosition of west's replicator back to east (None:
+    west does not replicate back): west's broker applies an UPDATE copy only when that replicator reads it."""
+    east = [msg("5:0", 0, t=1), msg("5:1", 1, t=2), msg("5:2", 0, "west", "9:1", "p-own", t=3),
+            {"pos": "5:3", "marker_type": 10, "snapshot_id": "a"},
+            {"pos": "5:4", "marker_type": 11, "snapshot_id": "a", "replicated_from": "west",
+             "clusters": {"west": "9:4"}},
+            {"pos": "5:5", "marker_type": 12, "snapshot_id": "a", "local": "5:4", "clusters": {"west": "9:4"}},
+            msg("5:6", 2, t=7), {"pos": "5:7", "marker_type": 13, "subscription": "orders",
+                                 "clusters": {"west": "9:4"}},
+            msg("5:8", 3, t=9), {"pos": "5:9", "marker_type": 10, "snapshot_id": "b"},
+            {"pos": "5:10", "marker_type": 11, "snapshot_id": "b", "replicated_from": "west",
+             "clusters": {"west": "9:9"}},
+            {"pos": "5:11", "marker_type": 12, "snapshot_id": "b", "local": "5:10", "clusters": {"west": "9:9"}},
+            msg("5:12", 4, t=13), {"pos": "5:13", "marker_type": 13, "subscription": "orders",
+                                   "clusters": {"west": "9:9"}}, msg("5:14", 5, t=15)]
+    west = [msg("9:0", 0, "east", "5:0", "p-own", t=1), msg("9:1", 0, t=3), msg("9:2", 1, "east", "5:1", "p-own", t=2),
+            {"pos": "9:3", "marker_type": 10, "snapshot_id": "a", "replicated_from": "east"},
+            {"pos": "9:4", "marker_type": 11, "snapshot_id": "a", "clusters": {"west": "9:4"}},
+            msg("9:5", 2, "east", "5:6", "p-own", t=7),
+            {"pos": "9:6", "marker_type": 13, "subscription": "orders", "clusters": {"west": "9:4"},
+             "replicated_from": "east"},
+            msg("9:7", 3, "east", "5:8", "p-own", t=9),
+            {"pos": "9:8", "marker_type": 10, "snapshot_id": "b", "replicated_from": "east"},
+            {"pos": "9:9", "marker_type": 11, "snapshot_id": "b", "clusters": {"west": "9:9"}},
+            msg("9:10", 4, "east", "5:12", "p-own", t=13),
+            {"pos": "9:11", "marker_type": 13, "subscription": "orders", "clusters": {"west": "9:9"},
+             "replicated_from": "east"},
+            msg("9:12", 5, "east", "5:14", "p-own", t=15)]
+    back = repl("east", west_replicator) if west_replicator else {}
+    sides = {"east": side("east", east, codes, {**sub("orders", "5:12", read="5:13"), **repl("west", "5:14")},
+                          ["west"], "5:-1"),
+             "west": side("west", west, codes, {**sub("orders", west_mdp), **back},
+                          ["east"] if west_replicator else (), "9:-1")}
+    if west_replicator and not connected:
+        sides["west"].replication = {"east": (False, 6)}
+    return sides
+
+
+PARTLY_READ = [
+    # (id, west's replicator back to east (None: none), whether connected, west's cursor, redelivery findings)
+    ("read-both-updates", "9:12", True, "9:9", []),
+    # Its replicator read the first UPDATE copy only: PIP-33 reached 9:4 on west, and west is there (the second
+    # UPDATE, 9:9, was a false lag of 2: e2, e3).
+    ("read-the-first-only", "9:7", True, "9:4", []),
+    ("disconnected-after-the-first", "9:7", False, "9:4", []),
+    # Behind even what the UPDATE it applied told it: w0 and e1 (not e2, e3: the second UPDATE was never applied).
+    ("behind-the-applied-update", "9:7", True, "9:0", [2]),
+    ("behind-with-the-replicator-disconnected", "9:7", False, "9:0", [2]),
+    # Read nothing yet: no UPDATE applied, however far behind.
+    ("read-no-update", "9:5", True, "9:0", []),
+    # West does not replicate back: no replicator hands it an UPDATE (PersistentTopic is told of markers by its
+    # replicators only).
+    ("no-replicator-back", None, True, "9:0", []),
+]
+
+
+@pytest.mark.parametrize("west_replicator,connected,west_mdp,found", [c[1:] for c in PARTLY_READ],
+                         ids=[c[0] for c in PARTLY_READ])
+def test_pip33_reaches_the_target_only_through_what_its_replicator_back_read(west_replicator, connected, west_mdp,
+                                                                             found):
+    a = audit_topic(T, two_updates(Codes(), west_replicator, west_mdp, connected), SETTINGS)
+    r = row(a, "east", "west")
+    assert r["expected_target_mdp"] == "9:9"                    # what east's subscription told west, applied or not
+    assert [f["entry_count"] for f in a.findings
+            if f["check"] == "pulsar.failover_redelivery" and f["cluster"] == "east"] == found
+    assert r["redelivery_lag"] == (found[0] if found else 0)
+
+
 def test_one_way_replication():
     codes = Codes()
     east = [msg("5:0", 0), msg("5:1", 1)]

@@ -124,16 +124,13 @@ def failover(x: Evidence, y: Evidence, sub: str, unsent) -> dict:
     skipped += [r for r in x_below if not acked(ca, r.position)]
     after = sum(1 for r in wy if y.ident(r) not in paired and y.ident(r) not in amb_y
                 and y.ident(r)[0] == x.cluster and y.ident(r)[1] > x.end)
-    repl = xb.cursors.get(f"pulsar.repl.{y.cluster}")
+    # y applied an UPDATE copy from x only once its replicator back to x had read (and acked) it by r_y
+    repl = r_y.cursors.get(f"pulsar.repl.{x.cluster}")
     told = []
-    for w, mine in ((y, False), (x, True)):
-        for r in w.records:
-            if r.marker_type != UPDATE or r.marker["subscription"] != sub:
-                continue
-            if (r.replicated_from is None) != mine or (not mine and r.replicated_from != x.cluster):
-                continue
-            if mine and not (repl is not None and acked(repl, r.position)):
-                continue
+    for r in y.records:
+        if r.marker_type != UPDATE or r.marker["subscription"] != sub or r.replicated_from != x.cluster:
+            continue
+        if repl is not None and acked(repl, r.position):
             told += [Position(c["ledger_id"], c["entry_id"]) for c in r.marker["clusters"] if c["cluster"] == y.cluster]
     reach = max(told) if told else None
     lag = [r for r in redelivered if reach is not None and r.position <= reach]

@@ -28,7 +28,7 @@ def test_the_estates_redelivery_tolerance_reaches_the_ground_truth(tmp_path):
                                               AS_OF_MS, thresholds)
         return [f["entry_count"] for f in truth["findings"] if f["check"] == "pulsar.failover_redelivery"]
 
-    assert lagging(None) == [9]
-    assert lagging({"redelivery_tolerance": {"lab/geo": [9, 0]}}) == []        # no more than 9 messages
+    assert lagging(None) == [22]
+    assert lagging({"redelivery_tolerance": {"lab/geo": [22, 0]}}) == []       # no more than 22 messages
     assert lagging({"redelivery_tolerance": {"*": [0, 3600]}}) == []           # none older than an hour
-    assert lagging({"redelivery_tolerance": {"*": [8, 60]}}) == [9]
+    assert lagging({"redelivery_tolerance": {"*": [21, 60]}}) == [22]

@@ -135,11 +135,12 @@ def test_findings_at_the_default_seed(lab):
     got = sorted((f["check"].removeprefix("pulsar."), f["cluster"], f["topic"].removeprefix(GEO),
                   f.get("target_cluster"), f.get("entry_count")) for f in findings(lab[1]))
     # PIP-33 keeps the standby one snapshot behind: the redeliveries of ack holes, a delayed message, a backlog, the
-    # one-way and the disconnected replicator (east's UPDATEs never sent) are metrics. Only where west received
-    # UPDATEs it never applied (its replicator back to east is down) is the lag a finding.
+    # one-way and the disconnected replicators (east's UPDATEs never sent; west's never reading the copies it
+    # received, so never applying them) are metrics. Only where west's subscription was reset behind what the
+    # UPDATEs it had applied told it is the lag a finding.
     assert got == [
         ("failover_loss", "east", "orders-both-sides", "west", 22),
-        ("failover_redelivery", "east", "orders-unapplied", "west", 9),
+        ("failover_redelivery", "east", "orders-unapplied", "west", 12),
         ("failover_skip", "east", "orders-both-sides", "west", 22),
         ("replicated_subscription_one_way", "east", "orders-one-way", "west", None),
         ("replicator_disconnected", "east", "orders-disconnected", "west", None),
@@ -238,7 +239,7 @@ def test_quiet_profile_keeps_the_settled_counts():
         ("orders-legacy-partition-1", "east", "west"): (37, 0, 0),
         ("orders-legacy-partition-1", "west", "east"): (0, 37, 37),
         ("orders-restarted", "east", "west"): (50, 0, 0), ("orders-restarted", "west", "east"): (0, 50, 50),
-        ("orders-unapplied", "east", "west"): (11, 0, 0), ("orders-unapplied", "west", "east"): (0, 11, 11)}
+        ("orders-unapplied", "east", "west"): (16, 0, 0), ("orders-unapplied", "west", "east"): (0, 16, 16)}
     assert all(r["after_source_window"] == r["unsettled"] == 0 for r in table.values())
 
 

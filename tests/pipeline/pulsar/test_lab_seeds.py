@@ -22,8 +22,8 @@ def test_twenty_pulsar_worlds_score_exact_seed_by_seed(tmp_path, capsys):
     assert fo["perfect"], (fo["mismatched_items"], fo["missing_items"], fo["unexpected_items"])
     assert sorted(fo["by_seed"], key=int) == [str(s) for s in range(1, 21)]
     assert all(s["matched"] == s["expected"] > 0 for s in fo["by_seed"].values())
-    # the worlds' faults were found: the skip/loss of consumers on both sides, the lag of UPDATEs never applied,
-    # the one-way subscription, the disconnected replicators, the snapshots that time out
+    # the worlds' faults were found: the skip/loss of consumers on both sides, the lag of a standby reset behind the
+    # UPDATEs it had applied, the one-way subscription, the disconnected replicators, the snapshots that time out
     for check in ("pulsar.failover_skip", "pulsar.failover_loss", "pulsar.failover_redelivery",
                   "pulsar.replicated_subscription_one_way", "pulsar.replicator_disconnected", "pulsar.snapshot_timeout"):
         assert lab["by_check"][check]["detected"] == lab["by_check"][check]["injected"] > 0, check
