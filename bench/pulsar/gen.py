@@ -9,6 +9,13 @@ east wrote an UPDATE for the newest snapshot below that, and west's cursor is ex
 rows redeliver (east's acks above the snapshot) and skip nothing, and expected_target_mdp == target_mdp.
 One topic in ten is "old Pulsar": copies carry no source-position property (matched by producer + sequence).
 
+Every cursor is read as the collector and its reread stage read it (docs/pulsar/contracts.md, reread.py): read 0
+at each cluster's collection (east at T, 10 s after the last entry; west a minute later), then passes 1 and 2,
+per topic every cluster in estate order, a few ms apart. Between its reads east's consumers go on acking: each
+east subscription's markDeletePosition advances a few entries (short of its first individually-acked range and of
+the next snapshot, so no UPDATE the dump lacks is implied); every other cursor stays where it was. So east -> west
+compares west's pass-1 read between east's pass-1 and pass-2 reads, with real progress (`unsettled`) to settle.
+
 Messages are laid out with numpy per topic; only markers and cursor rows are Python lists."""
 from __future__ import annotations
 
@@ -23,6 +30,11 @@ CLUSTERS = ("east", "west")
 LEDGER_ENTRIES = 5_000
 DELAY = 20.0                  # replication lag in positions: copies keep the origin's order (FIFO)
 T0 = 1_760_000_000_000        # publish time of the first entry; one entry every 10 ms
+PASSES = (1, 2)               # the reread passes (read 0 is the collection's)
+COLLECTION_GAP_MS = 60_000    # west is collected a minute after east
+REREAD_AFTER_MS = 1_000       # from west's collection to the first reread
+REREAD_STEP_MS = 4            # between two rereads
+LATENCY_MS = 2                # from request to answer
 
 
 @dataclass(frozen=True)
@@ -36,6 +48,41 @@ class Spec:
     @property
     def per_topic(self) -> int:
         return self.messages_per_side // self.topics
+
+    @property
+    def subs_per_topic(self) -> int:
+        return max(1, self.subscriptions // self.topics)
+
+    @property
+    def collected_ms(self) -> int:
+        """East's collection instant: 10 s after the last entry (an UPDATE per subscription follows the layout)."""
+        return T0 + 10 * (self.per_topic + self.subs_per_topic) + 10_000
+
+    @property
+    def as_of_ms(self) -> int:
+        """After the last reread (of the last topic)."""
+        return read_instants(self, self.topics - 1)[(CLUSTERS[-1], PASSES[-1])][1] + 500
+
+
+def read_instants(spec: Spec, t: int) -> dict[tuple[str, int], tuple[int, int]]:
+    """(cluster, read) -> (requested, answered) ms for topic number `t`: each cluster's collection, then the
+    rereads topic by topic, per pass every cluster in estate order (audit/collectors/pulsar/reread.py)."""
+    out = {}
+    for k, c in enumerate(CLUSTERS):
+        at = spec.collected_ms + k * COLLECTION_GAP_MS
+        out[(c, 0)] = (at, at + LATENCY_MS)
+    at = (spec.collected_ms + (len(CLUSTERS) - 1) * COLLECTION_GAP_MS + REREAD_AFTER_MS
+          + t * len(PASSES) * len(CLUSTERS) * REREAD_STEP_MS)
+    for n in PASSES:
+        for c in CLUSTERS:
+            out[(c, n)] = (at, at + LATENCY_MS)
+            at += REREAD_STEP_MS
+    return out
+
+
+def _timed(instants: dict, cluster: str, n: int) -> dict:
+    requested, answered = instants[(cluster, n)]
+    return {"read": n, "read_requested_ms": requested, "read_answered_ms": answered}
 
 
 def _positions(n: int, ledger_base: int) -> tuple[np.ndarray, np.ndarray]:
@@ -113,7 +160,8 @@ def generate(spec: Spec, out: str) -> dict:
     """Write pulsar_entries, pulsar_topics, pulsar_ledgers, pulsar_cursors, pulsar_replication,
     pulsar_subscriptions below `out`. Returns the row counts the audit must produce."""
     rng = np.random.default_rng(spec.seed)
-    subs_per_topic = max(1, spec.subscriptions // spec.topics)
+    progress = np.random.default_rng((spec.seed, 1))   # its own stream: the layout stays the same as untimed
+    subs_per_topic = spec.subs_per_topic
     tables = {name: [] for name in ("pulsar_topics", "pulsar_ledgers", "pulsar_cursors", "pulsar_replication",
                                     "pulsar_subscriptions")}
     for name in ["pulsar_entries", *tables]:
@@ -130,7 +178,8 @@ def generate(spec: Spec, out: str) -> dict:
                                                     table.schema)
             writers[cluster].write_table(table, row_group_size=1 << 20)
         markers += _pip33(topic, lay)
-        cursors, updates = _cursors(topic, lay, rng, subs_per_topic)
+        instants = read_instants(spec, t)
+        cursors, updates = _cursors(topic, lay, rng, subs_per_topic, progress, instants)
         markers += updates
         tables["pulsar_cursors"] += cursors
         tail = len(updates) // 2                      # UPDATE markers appended after the laid-out entries
@@ -147,11 +196,11 @@ def generate(spec: Spec, out: str) -> dict:
                                          for i, n in zip(ids, counts)]
             tables["pulsar_replication"].append({"cluster": cluster, "topic": topic, "remote_cluster": remote,
                                                  "connected": True, "replication_backlog": 0})
-            tables["pulsar_cursors"].append({
+            tables["pulsar_cursors"] += [{
                 "cluster": cluster, "topic": topic, "cursor": f"pulsar.repl.{remote}", "kind": "replicator",
                 "remote_cluster": remote, "replicated": False, "mark_delete_ledger": last[0],
                 "mark_delete_entry": last[1], "read_ledger": last[0], "read_entry": last[1] + 1,
-                "individually_deleted": []})
+                "individually_deleted": [], **_timed(instants, cluster, n)} for n in (0, *PASSES)]
             tables["pulsar_subscriptions"] += [{"cluster": cluster, "topic": topic, "subscription": f"sub-{j}",
                                                 "is_replicated": True} for j in range(subs_per_topic)]
     for w in writers.values():
@@ -161,7 +210,7 @@ def generate(spec: Spec, out: str) -> dict:
     for name, rows in tables.items():
         pq.write_table(pa.Table.from_pylist(rows, schema=_schema(name)), os.path.join(out, name, "part-0.parquet"))
     return {"failover_rows": 2 * subs_per_topic * spec.topics, "subscriptions": subs_per_topic * spec.topics,
-            "entries": entries}
+            "entries": entries, "as_of_ms": spec.as_of_ms}
 
 
 def _pip33(topic: str, lay: dict) -> list[dict]:
@@ -191,12 +240,13 @@ def _pip33(topic: str, lay: dict) -> list[dict]:
     return out
 
 
-def _cursors(topic: str, lay: dict, rng, subs: int) -> tuple[list[dict], list[dict]]:
-    """Both clusters' cursors of every subscription, and the UPDATE markers east wrote for them."""
+def _cursors(topic: str, lay: dict, rng, subs: int, progress, instants: dict) -> tuple[list[dict], list[dict]]:
+    """Both clusters' cursors of every subscription, every read, and the UPDATE markers east wrote for them."""
     east, west = lay["east"], lay["west"]
     el, ee = east["ledger"], east["entry"]
     n = el.size
     snaps = lay["snapshots"]                                   # (local on east, west position), in order
+    snap_rows = east["rank"][lay["m"] + lay["rounds"]:lay["m"] + 2 * lay["rounds"]]   # their local rows on east
     last_e, last_w = (int(el[-1]), int(ee[-1])), (int(west["ledger"][-1]), int(west["entry"][-1]))
     cursors, markers = [], []
     for j in range(subs):
@@ -211,15 +261,24 @@ def _cursors(topic: str, lay: dict, rng, subs: int) -> tuple[list[dict], list[di
         mdp = (int(el[mdp_i]), int(ee[mdp_i]))
         below = [w for local, w in snaps if local <= mdp]
         west_mdp = below[-1] if below else (int(west["ledger"][0]), -1)
+        # east's MDP per read: a few entries on each time, kept below the first acked range (reaching it would
+        # merge the range) and the next snapshot (passing it writes an UPDATE the dump does not hold)
+        nxt = int(np.searchsorted(snap_rows, mdp_i, side="right"))
+        limit = min(int(lo[0]) if lo.size else read_i, int(snap_rows[nxt]) if nxt < snap_rows.size else n) - 1
+        mdps = [mdp_i]
+        for _ in PASSES:
+            mdps.append(min(limit, mdps[-1] + int(progress.integers(1, 5))))
         name = f"sub-{j}"
-        cursors.append({"cluster": "east", "topic": topic, "cursor": name, "kind": "subscription",
-                        "remote_cluster": None, "replicated": True, "mark_delete_ledger": mdp[0],
-                        "mark_delete_entry": mdp[1], "read_ledger": int(el[read_i]), "read_entry": int(ee[read_i]),
-                        "individually_deleted": ranges})
-        cursors.append({"cluster": "west", "topic": topic, "cursor": name, "kind": "subscription",
-                        "remote_cluster": None, "replicated": True, "mark_delete_ledger": west_mdp[0],
-                        "mark_delete_entry": west_mdp[1], "read_ledger": None, "read_entry": None,
-                        "individually_deleted": []})
+        for r, i in zip((0, *PASSES), mdps):
+            cursors.append({"cluster": "east", "topic": topic, "cursor": name, "kind": "subscription",
+                            "remote_cluster": None, "replicated": True, "mark_delete_ledger": int(el[i]),
+                            "mark_delete_entry": int(ee[i]), "read_ledger": int(el[read_i]),
+                            "read_entry": int(ee[read_i]), "individually_deleted": ranges,
+                            **_timed(instants, "east", r)})
+            cursors.append({"cluster": "west", "topic": topic, "cursor": name, "kind": "subscription",
+                            "remote_cluster": None, "replicated": True, "mark_delete_ledger": west_mdp[0],
+                            "mark_delete_entry": west_mdp[1], "read_ledger": None, "read_entry": None,
+                            "individually_deleted": [], **_timed(instants, "west", r)})
         if below:   # the UPDATE east wrote, and its copy on west (after everything else)
             cl = [{"cluster": "west", "ledger_id": west_mdp[0], "entry_id": west_mdp[1]}]
             markers += [_marker("east", topic, (last_e[0], last_e[1] + 1 + j), 13, n + j, marker_subscription=name,
