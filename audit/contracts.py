@@ -262,3 +262,6 @@ class System:
     # what an incident check's subject patterns match in this system (e.g. "topic"); None: its collector cannot
     # narrow to subjects, and a check with subjects refuses it (ask for its clusters instead)
     subject: str | None = None
+    # its lab's parser of a cluster's `lab:` block, run when the estate is read (`estate check` refuses what the
+    # lab would); raises a ValueError with `key` (or `field`), `expected` and `got`. None: no lab
+    lab_config: Callable[[Mapping[str, Any]], Any] | None = None

@@ -14,8 +14,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
@@ -24,7 +25,7 @@ from audit.config.errors import EstateError, estate_error
 from audit.config.home import project_home
 from audit.config.model import (DEFAULT_STORE_URI, Alerts, AlertRoute, Estate, Repairs, SecretRef, SparkConfig,
                                 StoreConfig, StoreCredentials, Timeouts)
-from audit.config.values import Name, fields_of, listing, read_mapping, rule_error, unique_names
+from audit.config.values import Name, fields_of, listing, read_mapping, rule_error, show, unique_names
 
 __all__ = [
     "EstateError", "load_estate", "parse_estate", "estate_model", "estate_schema", "Estate", "StoreConfig",
@@ -69,7 +70,8 @@ def estate_model() -> type[BaseModel]:
     """The model of an estate file for the systems registered now."""
     from audit import systems
 
-    return _compose(tuple((s.name, s.title, s.cluster_model, s.thresholds_model) for s in systems.all_systems()))
+    return _compose(tuple((s.name, s.title, s.cluster_model, s.thresholds_model, s.lab_config)
+                          for s in systems.all_systems()))
 
 
 def estate_schema() -> dict[str, Any]:
@@ -108,7 +110,7 @@ class SystemsSection(Section):
         return self
 
 
-def _clusters_of(system: str, cluster_model: type) -> Any:
+def _clusters_of(system: str, cluster_model: type, lab_config: Callable[[Any], Any] | None) -> Any:
     where = f"systems.{system}"
 
     def section_rules(clusters: tuple) -> tuple:
@@ -116,15 +118,33 @@ def _clusters_of(system: str, cluster_model: type) -> Any:
         hook = getattr(cluster_model, SECTION_HOOK, None)
         if hook is not None:
             hook(clusters)
+        for i, cluster in enumerate(clusters):
+            if lab_config is not None and getattr(cluster, "lab", None) is not None:
+                _check_lab(lab_config, cluster.lab, i)
         return clusters
 
     return Annotated[listing(cluster_model, "clusters"), AfterValidator(section_rules)]
 
 
+def _check_lab(lab_config: Callable[[Any], Any], lab: Any, i: int) -> None:
+    """A lab cluster's `lab:` block read by its simulator's own parser, so `estate check` refuses what the lab
+    would: its error (a ValueError with `key` or `field`, `expected`, `got`) at systems.<name>[i].lab.<key>."""
+    try:
+        lab_config(lab)
+    except ValueError as exc:
+        key = getattr(exc, "key", None) or getattr(exc, "field", None)
+        if key is None or not hasattr(exc, "expected"):
+            raise rule_error("a lab block the simulator accepts", str(exc), at=(i, "lab")) from None
+        path = [int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", key)]
+        if path[:1] == ["lab"]:
+            path = path[1:]
+        raise rule_error(exc.expected, show(exc.got), at=(i, "lab", *path)) from None
+
+
 def _thresholds(sections: tuple) -> type[BaseModel]:
     fields: dict[str, tuple] = {}
     owner: dict[str, str] = {}
-    for system, _, _, model in sections:
+    for system, _, _, model, _ in sections:
         if model is None:
             continue
         for name, info in fields_of(model).items():
@@ -138,10 +158,11 @@ def _thresholds(sections: tuple) -> type[BaseModel]:
 
 @functools.lru_cache(maxsize=16)
 def _compose(sections: tuple) -> type[BaseModel]:
-    """`sections`: (system name, title, cluster model, thresholds model or None) per registered system."""
+    """`sections`: (system name, title, cluster model, thresholds model or None, lab parser or None) per
+    registered system."""
     systems = create_model("Systems", __base__=SystemsSection, __module__=__name__,
-                           **{name: (_clusters_of(name, model), Field(default=(), description=f"{title} clusters"))
-                              for name, title, model, _ in sections})
+                           **{name: (_clusters_of(name, model, lab), Field(default=(), description=f"{title} clusters"))
+                              for name, title, model, _, lab in sections})
     return create_model(
         "EstateFile", __base__=Section, __module__=__name__,
         estate=(Name, Field(description="the estate's name: first segment of every object-store key")),

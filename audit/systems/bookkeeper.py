@@ -7,6 +7,7 @@ from audit.config.bookkeeper import BookKeeperCluster, BookKeeperThresholds
 from audit.contracts import CollectRequest, Sniffer, System, lazy, lazy_value
 from audit.domain.bookkeeper.checks import CHECKS
 from audit.report.sections.bookkeeper import SECTION
+from audit.lab.bookkeeper.config import parse_lab_config
 
 NAME = "bookkeeper"
 
@@ -83,4 +84,5 @@ SYSTEM = System(
              "bench.bookkeeper.bench_incident"),
     docs="docs/bookkeeper/",
     subject="ledger (its decimal id: 2156, or a pattern such as 21*)",
+    lab_config=parse_lab_config,
 )

@@ -10,6 +10,7 @@ from audit.contracts import CollectRequest, Sniffer, System, lazy, lazy_value
 from audit.domain.kafka.checks import CHECKS
 from audit.domain.kafka.subjects import flow_wanted, partition_of_key, wanted
 from audit.report.sections.kafka import SECTION
+from audit.lab.kafka.config import parse_kafka_lab
 
 NAME = "kafka"
 
@@ -82,4 +83,5 @@ SYSTEM = System(
     benches=("bench.kafka.bench_epochs", "bench.kafka.bench_scanner", "bench.kafka.bench_mm2"),
     docs="docs/kafka/",
     subject="topic-partition (`<topic>` or `<topic>-<partition>`: `orders*` or `orders-3`)",
+    lab_config=parse_kafka_lab,
 )

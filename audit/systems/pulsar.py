@@ -8,6 +8,7 @@ from audit.config.pulsar import PulsarCluster, PulsarThresholds
 from audit.contracts import CollectRequest, RereadRequest, Sniffer, System, lazy, lazy_value
 from audit.domain.pulsar.checks import CHECKS
 from audit.report.sections.pulsar import SECTION
+from audit.lab.pulsar.config import parse_pulsar_lab
 
 NAME = "pulsar"
 
@@ -91,4 +92,5 @@ SYSTEM = System(
     benches=("bench.pulsar.bench_failover", "bench.pulsar.bench_incident"),
     docs="docs/pulsar/",
     subject="topic (persistent://tenant/namespace/topic; a partitioned topic's name matches its partitions)",
+    lab_config=parse_pulsar_lab,
 )

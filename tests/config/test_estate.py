@@ -53,11 +53,11 @@ systems:
       lab:
         seed: 11
         ledgers: 40
-        bookies: 5
+        bookies: 6
         entries_per_ledger: 100
         faults:
-          - {kind: bookie_crash, bookie: 2, at_entry: 30}
-          - {kind: ensemble_change, ledger: 3}
+          - {kind: bookie_crash, bookie: bookie-02.lab:3181, ago_min: 30}
+          - {kind: ensemble_change, ledgers: 3}
 """
 
 
@@ -110,8 +110,8 @@ def test_full_estate(tmp_path):
     assert east.racks == {"10.0.0.1:3181": "/eu/rack1"}
     assert (east.timeouts.connect_s, east.timeouts.request_s) == (2.0, 10.5)
     assert east.lab is None
-    assert lab.lab["faults"] == [{"kind": "bookie_crash", "bookie": 2, "at_entry": 30},
-                                 {"kind": "ensemble_change", "ledger": 3}]
+    assert lab.lab["faults"] == [{"kind": "bookie_crash", "bookie": "bookie-02.lab:3181", "ago_min": 30},
+                                 {"kind": "ensemble_change", "ledgers": 3}]
     assert lab.zookeeper is None and lab.timeouts.connect_s == 5.0
     with pytest.raises(KeyError, match="bk-west"):
         estate.cluster("bookkeeper", "bk-west")
@@ -242,7 +242,7 @@ def test_duplicate_cluster_names(tmp_path):
     ("estate: e\nsystems: {bookkeeper: [{name: bk, source: lab, lab: {seed: true}}]}\n",
      "systems.bookkeeper[0].lab.seed", "an integer"),
     ("estate: e\nsystems: {bookkeeper: [{name: bk, source: lab, lab: {faults: [{bookie: 1}]}}]}\n",
-     "systems.bookkeeper[0].lab.faults[0].kind", "fault kind"),
+     "systems.bookkeeper[0].lab.faults[0].kind", "one of ['bookie_crash'"),
     ("estate: e\nsystems: {bookkeeper: [{name: bk, source: lab, racks: {b1: rack1}}]}\n",
      "systems.bookkeeper[0].racks.b1", "/region/rack"),
     ("estate: e\nsystems: {bookkeeper: [{name: bk, source: lab, timeouts: {connect_s: 0}}]}\n",
@@ -282,3 +282,19 @@ def test_parse_duration(value, seconds):
 def test_parse_duration_rejects(value):
     with pytest.raises(ValueError):
         parse_duration(value)
+
+
+@pytest.mark.parametrize("system, block, field, expected", [
+    ("bookkeeper", "{seeed: 3}", "systems.bookkeeper[0].lab.seeed", "one of ["),
+    ("bookkeeper", "{faults: [{kind: disk_loss, ago_min: 0}]}", "systems.bookkeeper[0].lab.faults[0].ago_min",
+     "an integer >= 1"),
+    ("pulsar", "{seeed: 3}", "systems.pulsar[0].lab.seeed", "one of seed,"),
+    ("pulsar", "{traffic: loud}", "systems.pulsar[0].lab.traffic", "'continuous' or 'quiet'"),
+    ("kafka", "{seeed: 3}", "systems.kafka[0].lab.seeed", "one of seed,"),
+    ("kafka", "{clusters: [{name: a, policy: sometimes}]}", "systems.kafka[0].lab.clusters[0].policy",
+     "'high-watermark' or 'leader-epoch'"),
+])
+def test_lab_blocks_are_read_by_the_lab_when_the_estate_is(tmp_path, system, block, field, expected):
+    # `replaudit estate check` refuses what the simulator would, at the key's own path
+    err = error_for(tmp_path, f"estate: e\nsystems:\n  {system}:\n    - {{name: c1, source: lab, lab: {block}}}\n")
+    assert err.field == field and expected in err.message
