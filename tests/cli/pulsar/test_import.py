@@ -16,12 +16,14 @@ from audit.formats.pulsar.entry import METADATA_HEADERS
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
 AS_OF_MS = 1_795_440_000_000   # every run's clock: snapshot ages are judged against it, so runs compare
 TOPIC = "persistent://public/default/orders-partition-0"
+# a few scenarios of the default world: every kind of file a collection holds, on all three clusters
+LAB = "{seed: 7, scenarios: [healthy, delayed-message, ack-holes, three-clusters, producer-restart]}"
 
 
 def _estate(tmp_path: Path, clusters=("east",)) -> Path:
     tmp_path.mkdir(parents=True, exist_ok=True)
     p = tmp_path / "estate.yaml"
-    lines = "".join(f"    - {{name: {c}, source: lab, lab: {{seed: 7}}}}\n" for c in clusters)
+    lines = "".join(f"    - {{name: {c}, source: lab, lab: {LAB}}}\n" for c in clusters)
     p.write_text(f'estate: imp\nstore: {{uri: "file://{tmp_path / "store"}"}}\nspark: {{master: "local[2]"}}\n'
                  f"systems:\n  pulsar:\n{lines}")
     return p

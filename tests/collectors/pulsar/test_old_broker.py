@@ -21,7 +21,9 @@ from audit.lab.pulsar.runner import lab_world
 from spark_jobs import run
 
 AS_OF_MS = 1_795_440_000_000
-LAB = {"seed": 7, "traffic": "quiet", "broker_versions": {"west": "2.8.1"}}   # quiet: fewer entries over HTTP
+# quiet and a few scenarios: fewer entries over HTTP, still replicated subscriptions on all three clusters
+SCENARIOS = ["healthy", "ack-holes", "three-clusters"]
+LAB = {"seed": 7, "traffic": "quiet", "scenarios": SCENARIOS, "broker_versions": {"west": "2.8.1"}}
 
 
 def _collect(world, cluster: str, raw: Path):
@@ -89,7 +91,7 @@ def test_old_broker_raises_no_false_findings(old):
 
 
 def test_before_the_status_post_the_endpoint_is_jettys_404_and_still_no_gap(tmp_path):
-    world, _ = lab_world({"seed": 7, "traffic": "quiet", "broker_versions": {"west": "2.6.4"}}, AS_OF_MS)
+    world, _ = lab_world({**LAB, "broker_versions": {"west": "2.6.4"}}, AS_OF_MS)
     report = _collect(world, "west", tmp_path)
     assert report.gaps == [] and report.counts["replicated_status_unavailable"] > 0
 
