@@ -47,3 +47,12 @@ def demo_seeds(seeds_estate: Path, tmp_path: Path, capsys) -> tuple[int, dict]:
     path.write_text(yaml.safe_dump(estate))
     code = main(["demo", "--estate", str(path), "--json"])
     return code, json.loads(capsys.readouterr().out)["lab"]
+
+
+def exact_seed_by_seed(lab: dict, clusters: int, seeds=range(1, 21)) -> dict:
+    """The lab scorecard's clusters, once every seed is asserted exact: no miss, no wrong count, no false alarm."""
+    by_cluster = lab["by_cluster"]
+    assert len(by_cluster) == clusters and {c["seed"] for c in by_cluster.values()} == set(seeds)
+    bad = {name: c for name, c in by_cluster.items() if c["missed"] or c["wrong_count"] or c["false_alarms"]}
+    assert bad == {}, (bad, lab["missed_items"], lab["wrong_count_items"], lab["false_alarm_items"])
+    return by_cluster

@@ -11,6 +11,7 @@ import yaml
 from pyspark.sql import SparkSession
 
 from audit.cli.main import EXIT_CLEAN, main
+from tests.estates import exact_seed_by_seed
 
 SEEDS_ESTATE = Path(__file__).resolve().parents[3] / "audit" / "lab" / "estate-kafka-seeds.yaml"
 WORLDS = range(1, 21)
@@ -21,11 +22,7 @@ FAILOVER_ROWS_PER_WORLD = 17
 
 def test_twenty_kafka_worlds_score_exact_seed_by_seed(tmp_path, capsys):
     code, lab = _demo(tmp_path, capsys)
-    clusters = lab["by_cluster"]
-    assert len(clusters) == CLUSTERS_PER_WORLD * len(WORLDS)
-    assert {c["seed"] for c in clusters.values()} == set(WORLDS)
-    bad = {name: c for name, c in clusters.items() if c["missed"] or c["wrong_count"] or c["false_alarms"]}
-    assert bad == {}, (bad, lab["missed_items"], lab["wrong_count_items"], lab["false_alarm_items"])
+    exact_seed_by_seed(lab, clusters=CLUSTERS_PER_WORLD * len(WORLDS), seeds=WORLDS)
     fo = lab["mm2_failover"]
     assert fo["perfect"], (fo["mismatched_items"], fo["missing_items"], fo["unexpected_items"])
     assert fo["expected"] == fo["matched"] == FAILOVER_ROWS_PER_WORLD * len(WORLDS)

@@ -7,17 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from audit.cli.main import EXIT_CLEAN
-from tests.estates import demo_seeds
+from tests.estates import demo_seeds, exact_seed_by_seed
 
 SEEDS_ESTATE = Path(__file__).resolve().parents[3] / "audit" / "lab" / "estate-pulsar-seeds.yaml"
 
 
 def test_twenty_pulsar_worlds_score_exact_seed_by_seed(tmp_path, capsys):
     code, lab = demo_seeds(SEEDS_ESTATE, tmp_path, capsys)
-    clusters = lab["by_cluster"]
-    assert len(clusters) == 55 and {c["seed"] for c in clusters.values()} == set(range(1, 21))
-    bad = {name: c for name, c in clusters.items() if c["missed"] or c["wrong_count"] or c["false_alarms"]}
-    assert bad == {}, (bad, lab["missed_items"], lab["wrong_count_items"], lab["false_alarm_items"])
+    exact_seed_by_seed(lab, clusters=55)
     fo = lab["failover"]
     assert fo["perfect"], (fo["mismatched_items"], fo["missing_items"], fo["unexpected_items"])
     assert sorted(fo["by_seed"], key=int) == [str(s) for s in range(1, 21)]
