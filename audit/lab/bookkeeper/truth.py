@@ -1,14 +1,22 @@
-"""Ground truth of a lab run, computed from the simulation state alone -- never from the audit's code.
+"""Ground truth of a lab run, computed from the simulation state -- never from the payloads, and from the audit's
+code only for the one choice that is the audit's own: which entries read probes read.
 
 Replica counts follow ReplicasCheck (docs/formats/bookkeeper.md §1.7), one entry at a time: for a CLOSED ledger with
-lastEntryId >= 0, m(e) = number of bookies of e's write set in the metadata that answer and do not hold e
+lastEntryId >= 0, m(e) = number of bookies of e's write set in the metadata that answer and are seen not to hold e
 (a bookie without the ledger answers ENOLEDGER: it holds nothing); bookies that do not answer are not
 counted. lost: Qw - m == 0, below ack quorum: Qw - m < Qa, below write quorum: Qw - m < Qw.
 
-Read probes (the lab reads them at read_probe_percent, 100 by default) see every entry the metadata places on a
-bookie, so they count like a list; they cannot see entries a bookie holds outside its stripe. Entries outside
-the ensemble are information; only apache/bookkeeper#4651's shape is a finding: a bookie of e's write set answers
-without e while a bookie outside it, whose holdings the audit can see, holds e.
+Read probes (read_probe_percent, 100 by default) read the entries LedgerChecker.verifyLedgerFragment would verify:
+at 100 % every entry the metadata places on the bookie, below it the first and last of each fragment plus a seeded
+share of the rest -- the collector's own selection (audit.domain.bookkeeper.verification.iter_ledger_probes, seeded
+by cluster, ledger, bookie and fragment). A probed bookie is seen to lack exactly the entries it really lost (its
+simulated store) that this selection reads; a lost entry no probe reads is expected to give no finding and is
+listed under `not_probed`, never counted missing. Probes cannot see entries a bookie holds outside its stripe.
+Entries outside the ensemble are information; only apache/bookkeeper#4651's shape is a finding: a bookie of e's write
+set is seen without e while a bookie outside it, whose holdings the audit can see, holds e.
+Each injected fault records what it hit (`hits`: per ledger and bookie the entries lost, how many the bookie's
+evidence sees, that evidence) and its `outcome`: "expected" (some lost entry is seen), "not_probed" (entries were
+lost, all on read-probe bookies and none probed) or "no_entries_lost".
 Creation time is the stored ctime when the metadata has the field (a value <= 0 is unknown), else the znode's ctime
 for format v2/v3 (LedgerMetadataSerDe.parseVersion2/3Config, AbstractZkLedgerManager); v1 without one is unknown."""
 from __future__ import annotations
@@ -16,6 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 from audit.domain.bookkeeper.model import CLOSED, LedgerMetadata
+from audit.domain.bookkeeper.verification import FULL_SHARE, iter_ledger_probes
+from audit.lab.bookkeeper.config import READ_PROBE
 from audit.lab.bookkeeper.scenario import LabState
 
 MIN_RACKS_PER_WRITE_QUORUM = 2   # the estate default (thresholds.min_racks_per_write_quorum)
@@ -24,6 +34,7 @@ COUNT_CHECKS = (("bk.entries_lost", "entries_lost", "no replica left"),
                 ("bk.entries_below_write_quorum", "entries_below_write_quorum",
                  "fewer replicas than the write quorum"))
 UNREACHABLE = "unreachable"
+EXPECTED, NOT_PROBED, NO_ENTRIES_LOST = "expected", "not_probed", "no_entries_lost"
 
 
 def ensemble_bookies(md: LedgerMetadata) -> list[str]:
@@ -56,6 +67,9 @@ def ground_truth(state: LabState, cluster: str, znode_ctimes: dict[int, int] | N
     fragments: list[dict[str, Any]] = []
     replicas: list[dict[str, Any]] = []
     outside_info: list[dict[str, Any]] = []
+    not_probed: list[dict[str, Any]] = []
+    hits: dict[int, list[dict[str, Any]]] = {}   # ledger id -> bookies that lost entries of it
+    share = state.config.read_probe_percent
 
     def finding(check: str, lid: int, detail: str, **extra: Any) -> None:
         findings.append({"check": check, "cluster": cluster, "ledger_id": lid, **extra, "detail": detail,
@@ -88,11 +102,27 @@ def ground_truth(state: LabState, cluster: str, znode_ctimes: dict[int, int] | N
                         f"{md.state} for {age // 3_600_000} h (ctime {ctime}), limit "
                         f"{state.config.open_ledger_max_age_s} s", open_age_ms=age)
         if md.state == CLOSED and md.last_entry_id >= 0:
-            counts, frags = _replica_counts(md, lambda b: c.entries(b, lid) or set(), lambda b: c.answers(b, at))
+            def held(b: str, lid: int = lid) -> set[int]:
+                return c.entries(b, lid) or set()
+
+            probes = _probe_sets(state, md, names, cluster)
+            counts, frags = _replica_counts(md, held, lambda b: c.answers(b, at), probes)
             counts["ledger_id"] = lid
             replicas.append(counts)
+            per_bookie_lost: dict[str, list[int]] = {}
             for frag in frags:
-                fragments.append({"cluster": cluster, "ledger_id": lid, **frag})
+                unprobed = frag.pop("not_probed_count")
+                lost = per_bookie_lost.setdefault(frag["bookie"], [0, 0])
+                lost[0] += frag["missing_count"] + unprobed
+                lost[1] += frag["missing_count"]
+                if frag["missing_count"]:
+                    fragments.append({"cluster": cluster, "ledger_id": lid, **frag})
+                if unprobed:
+                    not_probed.append({"cluster": cluster, "ledger_id": lid, **frag, "missing_count": unprobed,
+                                       "share_percent": share})
+            hits[lid] = [{"ledger_id": lid, "bookie": b, "evidence": c.evidence.get(b), "lost": n, "seen": seen,
+                          **({"share_percent": share} if c.evidence.get(b) == READ_PROBE else {})}
+                         for b, (n, seen) in sorted(per_bookie_lost.items())]
             # One finding per entry: disjoint bands (0 replicas; 1..Qa-1; Qa..Qw-1) of the nested counts.
             bands = {"entries_lost": counts["entries_lost"],
                      "entries_below_ack_quorum": counts["entries_below_ack_quorum"] - counts["entries_lost"],
@@ -102,8 +132,8 @@ def ground_truth(state: LabState, cluster: str, znode_ctimes: dict[int, int] | N
                 if bands[key] > 0:
                     finding(check, lid, f"{bands[key]} of {counts['entries']} entries with {what} "
                             f"(Qw {md.write_quorum_size}, Qa {md.ack_quorum_size})", entry_count=bands[key])
-            per_bookie, misplaced = _outside(md, lambda b: c.entries(b, lid) or set(), _stray_visible(state, names),
-                                             lambda b: c.answers(b, at))
+            per_bookie, misplaced = _outside(md, held, _stray_visible(state, names), lambda b: c.answers(b, at),
+                                             probes)
             for b, n in sorted(per_bookie.items()):
                 outside_info.append({"cluster": cluster, "ledger_id": lid, "bookie": b, "entry_count": n})
             if misplaced:
@@ -120,8 +150,11 @@ def ground_truth(state: LabState, cluster: str, znode_ctimes: dict[int, int] | N
         "coverage_gaps": gaps,
         "missing_fragments": fragments,
         "outside_ensemble": outside_info,
+        "not_probed": not_probed,
         "replicas": replicas,
-        "faults": [{k: v for k, v in f.items()} for f in state.faults],
+        "read_probe_percent": share,
+        "bookie_evidence": {b: c.evidence.get(b) for b in c.bookies},
+        "faults": [_fault_record(f, c.evidence, hits) for f in state.faults],
         "summary": {"ledgers": len(state.metadata), "ledgers_with_findings": len(flagged),
                     "healthy_ledgers": len(state.metadata) - len(flagged),
                     "open_ledgers": sum(1 for md in state.metadata.values() if md.state != CLOSED),
@@ -130,7 +163,33 @@ def ground_truth(state: LabState, cluster: str, znode_ctimes: dict[int, int] | N
     }
 
 
-def _replica_counts(md: LedgerMetadata, held, answers) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _probe_sets(state: LabState, md: LedgerMetadata, names: list[str], cluster: str) -> dict[str, set[int]]:
+    """{bookie: the entries its read probes read} for the ledger's read-probe bookies below the full share (at 100 %
+    probes read every entry the metadata places on a bookie: no entry goes unseen)."""
+    share = state.config.read_probe_percent
+    if share >= FULL_SHARE:
+        return {}
+    return {b: set(iter_ledger_probes(md, b, share, cluster)) for b in names
+            if state.cluster.evidence.get(b) == READ_PROBE}
+
+
+def _fault_record(fault: dict[str, Any], evidence: dict[str, str], hits: dict[int, list[dict[str, Any]]]
+                  ) -> dict[str, Any]:
+    """The injected fault, with the evidence of its bookie, the entries it made bookies lose and what is expected."""
+    out = dict(fault)
+    bookie = fault.get("params", {}).get("bookie")
+    if bookie:
+        out["bookie_evidence"] = evidence.get(bookie)
+    out["hits"] = [h for lid in fault.get("ledgers", []) for h in hits.get(lid, [])]
+    out["outcome"] = (NO_ENTRIES_LOST if not out["hits"] else EXPECTED if any(h["seen"] for h in out["hits"])
+                      else NOT_PROBED)
+    return out
+
+
+def _replica_counts(md: LedgerMetadata, held, answers, probes: dict[str, set[int]]
+                    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Counts of what the audit can see; fragments carry missing_count (seen) and not_probed_count (lost entries
+    no read probe reads)."""
     E, Qw, Qa = md.ensemble_size, md.write_quorum_size, md.ack_quorum_size
     lost = below_ack = below_write = entries = 0
     worst = 0
@@ -139,13 +198,18 @@ def _replica_counts(md: LedgerMetadata, held, answers) -> tuple[dict[str, Any], 
         if last < first:
             continue   # an empty segment expects nothing
         holders = [held(b) if answers(b) else None for b in seg.ensemble]
+        probed = [probes.get(b) for b in seg.ensemble]
         missing_at = [0] * len(seg.ensemble)
+        unprobed_at = [0] * len(seg.ensemble)
         for e in range(first, last + 1):
             m = 0
             for w in range(Qw):
                 i = (e + w) % E
                 h = holders[i]
                 if h is not None and e not in h:
+                    if probed[i] is not None and e not in probed[i]:
+                        unprobed_at[i] += 1   # lost, but no probe reads it: the audit takes it as held
+                        continue
                     m += 1
                     missing_at[i] += 1
             copies = Qw - m
@@ -155,9 +219,10 @@ def _replica_counts(md: LedgerMetadata, held, answers) -> tuple[dict[str, Any], 
             below_ack += copies < Qa
             below_write += copies < Qw
         for i, count in enumerate(missing_at):
-            if count:
+            if count or unprobed_at[i]:
                 frags.append({"segment_first_entry_id": first, "segment_last_entry_id": last,
-                              "bookie": seg.ensemble[i], "bookie_index": i, "missing_count": count})
+                              "bookie": seg.ensemble[i], "bookie_index": i, "missing_count": count,
+                              "not_probed_count": unprobed_at[i]})
     unavailable = sum(1 for b in ensemble_bookies(md) if not answers(b))
     return ({"state": md.state, "entries": entries, "least_replicas": Qw - worst, "entries_lost": lost,
              "entries_below_ack_quorum": below_ack, "entries_below_write_quorum": below_write,
@@ -177,9 +242,10 @@ def _stray_visible(state: LabState, names: list[str]) -> set[str]:
     return out
 
 
-def _outside(md: LedgerMetadata, held, visible: set[str], answers) -> tuple[dict[str, int], int]:
+def _outside(md: LedgerMetadata, held, visible: set[str], answers, probes: dict[str, set[int]]
+             ) -> tuple[dict[str, int], int]:
     """({bookie: entries it holds outside e's write set}, #entries of the #4651 shape) for a CLOSED ledger;
-    `held(bookie)` -> its entry set, `visible`: bookies whose strays can be seen."""
+    `held(bookie)` -> its entry set, `visible`: bookies whose strays can be seen, `probes`: see _probe_sets."""
     E, Qw = md.ensemble_size, md.write_quorum_size
     holdings = {b: held(b) for b in visible}
     per_bookie: dict[str, int] = {}
@@ -190,7 +256,8 @@ def _outside(md: LedgerMetadata, held, visible: set[str], answers) -> tuple[dict
             holders = [b for b, entries in holdings.items() if e in entries and b not in write_set]
             for b in holders:
                 per_bookie[b] = per_bookie.get(b, 0) + 1
-            if holders and any(answers(b) and e not in held(b) for b in write_set):
+            if holders and any(answers(b) and e not in held(b) and (b not in probes or e in probes[b])
+                               for b in write_set):
                 misplaced += 1
     return per_bookie, misplaced
 

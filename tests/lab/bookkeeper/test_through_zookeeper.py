@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from audit.collectors.base import DirSink
 from audit.config.bookkeeper import BookKeeperCluster, ZooKeeperConfig
 from audit.config.secrets import SecretResolver
@@ -38,8 +40,10 @@ def _inventories(root):
             for k, data in _files(root, "location-index", "inventory.json").items()}
 
 
-def test_lab_through_real_zookeeper_and_bookie_protocol(zk_client, tmp_path):
-    lab_cfg = {"seed": 7, "ledgers": 30}
+# below 100 % the real collector must draw the same probes as the lab's emission and its ground truth
+@pytest.mark.parametrize("share", [100, 10])
+def test_lab_through_real_zookeeper_and_bookie_protocol(zk_client, tmp_path, share):
+    lab_cfg = {"seed": 7, "ledgers": 30, "read_probe_percent": share}
     direct = BookKeeperCluster(name="bk-lab", source="lab", lab=lab_cfg)
     via_zk = BookKeeperCluster(name="bk-lab", source="lab", lab=lab_cfg,
                                zookeeper=ZooKeeperConfig(hosts=zk_client.hosts_with_chroot))
