@@ -220,7 +220,7 @@ def _isr_check(state: PartitionState, leader: ReplicaState, r: ReplicaState) -> 
     a member read before the high watermark is explained by the traffic in between."""
     md = state.metadata
     hw, hw_at = _leader_high_watermark(state, leader)
-    if md is None or r.broker not in md.isr or hw is None:
+    if md is None or md.isr is None or r.broker not in md.isr or hw is None:
         return []
     hw = min(hw, leader.log_end_offset)
     if r.log_end_offset >= hw or not not_after(hw_at, r.read_at_ms):
@@ -341,18 +341,19 @@ def metrics(state: PartitionState, settings: Settings = Settings()) -> dict:
 
 def _metrics(state: PartitionState, views: list[FollowerView], ref: int | None, how: str) -> dict:
     md = state.metadata
+    isr = None if md is None else md.isr   # None: no ISR (the KRaft metadata partition: voters)
     leader = next((r for r in state.replicas if r.broker == ref), None)
     followers = [{"broker": v.broker, "divergence_offset": v.truncation.offset, "truncation_rule": v.truncation.rule,
                   "truncation_rounds": v.truncation.rounds, "divergence_start": v.divergence_start,
                   "lag_lower_bound": v.lag_bounds[0], "lag_upper_bound": v.lag_bounds[1],
-                  "in_isr": None if md is None else v.broker in md.isr, "truncates": v.truncates} for v in views]
+                  "in_isr": None if isr is None else v.broker in isr, "truncates": v.truncates} for v in views]
     lags = [f["lag_upper_bound"] if f["lag_upper_bound"] is not None else f["lag_lower_bound"] for f in followers]
     return {"cluster": state.cluster, "topic": state.topic, "partition": state.partition, "reference_broker": ref,
             "reference_rule": how, "leader": None if md is None else md.leader,
             "leader_epoch": None if md is None else md.leader_epoch,
             "replica_count": len(md.replicas) if md else len(state.replicas), "collected_replicas": len(state.replicas),
-            "isr_size": None if md is None else len(md.isr),
-            "under_replicated": None if md is None else len(set(md.isr)) < len(set(md.replicas)),
+            "isr_size": None if isr is None else len(isr),
+            "under_replicated": None if isr is None else len(set(isr)) < len(set(md.replicas)),
             "offline": None if md is None else md.leader is None,
             "log_start_offset": None if leader is None else leader.log_start_offset,
             "log_end_offset": None if leader is None else leader.log_end_offset,

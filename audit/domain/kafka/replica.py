@@ -20,7 +20,7 @@ class PartitionMetadata:
     leader: int | None            # None: no leader (offline)
     leader_epoch: int | None
     replicas: tuple[int, ...]
-    isr: tuple[int, ...]
+    isr: tuple[int, ...] | None   # None: the source gives no ISR (KRaft quorum-state: voters only)
     read_at_ms: int | None
 
 

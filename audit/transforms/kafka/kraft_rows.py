@@ -100,8 +100,13 @@ def fold(files: list[dict]) -> Iterator[dict]:
     logs = sorted((f for f in files if f["kraft_kind"] == LOG), key=lambda f: f["kraft_offset"])
     snaps = sorted((f for f in files if f["kraft_kind"] == SNAPSHOT), key=lambda f: f["kraft_offset"])
     quorum = next((json.loads(f["kraft_records"]) for f in files if f["kraft_kind"] == QUORUM), None)
-    snapshot = ({"end_offset": snaps[-1]["kraft_offset"], "records": json.loads(snaps[-1]["kraft_records"])}
-                if snaps else None)
+    snapshot = None
+    if snaps:
+        # a snapshot's records are numbered inside the file: the state they give stands at its last offset, so
+        # that metadata_offset compares with other copies' log offsets (replicas._metadata picks the furthest)
+        end = snaps[-1]["kraft_offset"]
+        snapshot = {"end_offset": end, "records": [{**r, "offset": end - 1}
+                                                   for r in json.loads(snaps[-1]["kraft_records"])]}
     log_start = logs[0]["kraft_offset"] if logs else None
     if logs and log_start > (snapshot["end_offset"] if snapshot else 0):
         yield {**where, "out": "quarantine", "system": SYSTEM, "source_key": prefix, "payload_kind": "metadata-log",

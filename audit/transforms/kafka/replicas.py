@@ -169,7 +169,7 @@ def _partition_metadata(r: dict) -> PartitionMetadata:
     leader = r["leader"] if r["leader"] is not None and r["leader"] >= 0 else None
     read_at = r["read_finished_at_ms"] if r["origin"] == ADMIN else r["read_started_at_ms"]
     return PartitionMetadata(leader=leader, leader_epoch=r["leader_epoch"], replicas=tuple(r["replicas"] or ()),
-                             isr=tuple(r["isr"] or ()), read_at_ms=read_at)
+                             isr=None if r["isr"] is None else tuple(r["isr"]), read_at_ms=read_at)
 
 
 def references(part: np.ndarray, starts: np.ndarray, broker: np.ndarray, latest: np.ndarray, leo: np.ndarray,
