@@ -5,8 +5,11 @@ Per topic (a partition is a topic), under `topics/<tenant>/<namespace>/<topic>/`
   stats.json           GET .../stats
   subscriptions/<percent-encoded sub>/replicated-status.json   GET .../subscription/{sub}/replicatedSubscriptionStatus
                        (replicated subscriptions only)
+  message-ttl.json     GET .../messageTTL?applied=true: the TTL the broker applies to the topic, or, on a broker
+  namespace-message-ttl.json   without that GET, GET /admin/v2/namespaces/{t}/{ns}/messageTTL (asked once per
+                       namespace, stored beside each of its topics)
   dump/<L>/<first>-<last>.jsonl, dump.json   the per-entry dump of the window (dump.py)
-Beside each of the first three bodies, `<key>.read.json` says when it was read (the URL, the instant the request
+Beside each of these bodies, `<key>.read.json` says when it was read (the URL, the instant the request
 was sent and the instant the answer came, audit/formats/pulsar/read_instant.py): clusters are collected minutes
 apart, and the audit orders their reads by these instants. Per cluster `broker-version.txt`
 (GET /admin/v2/brokers/version: the answering broker's version, bare text under a JSON Content-Type,
@@ -33,7 +36,10 @@ from audit.collectors.pulsar.reader import PulsarClientReaderSource, ReaderSourc
 from audit.collectors.pulsar.dump_window import plan_window, replicated_subscriptions
 from audit.config.pulsar import PulsarCluster
 from audit.config.secrets import SecretResolver
+from audit.domain.pulsar.snapshot_cache import parse_version
 from audit.formats.errors import PayloadError
+from audit.formats.pulsar.broker_version import decode_broker_version
+from audit.formats.pulsar.message_ttl import MESSAGE_TTL_KEY, NAMESPACE_MESSAGE_TTL_KEY
 from audit.formats.pulsar.read_instant import READ_SUFFIX, encode_read_instant
 from audit.formats.pulsar.stats import TopicStats, decode_topic_stats
 from audit.formats.pulsar.stats_internal import StatsInternal, decode_stats_internal
@@ -42,6 +48,9 @@ log = logging.getLogger(__name__)
 
 COLLECTION_KEY = "collection.json"
 BROKER_VERSION_KEY, BROKER_VERSION_PATH = "broker-version.txt", "/admin/v2/brokers/version"
+TOPIC_TTL = "/messageTTL?applied=true"
+# `applied` since apache/pulsar#9225 (2.8.0); a 2.7 broker ignores it and answers the topic's own TTL or 0
+APPLIED_TTL_SINCE = (2, 8, 0)
 
 
 class PulsarConfigError(ValueError):
@@ -52,11 +61,9 @@ class PulsarConfigError(ValueError):
         super().__init__(f"pulsar cluster {cluster!r}: field {field}: expected {expected}, got {got!r}")
 
 
-def status_endpoint_missing(resp) -> bool:
-    """GET .../replicatedSubscriptionStatus exists from Pulsar 2.10 (apache/pulsar#12891); 2.7.3-2.9 brokers
-    have only its POST (apache/pulsar#10790) and answer 405, older ones 404 from the servlet container (an HTML
-    page or no body). The broker's own 404s ("Subscription not found", "Topic not found") are JSON
-    `{"reason": ...}` bodies: those stay gaps."""
+def _endpoint_missing(resp, own_reasons: str) -> bool:
+    """405, or a 404 that is not the broker's own JSON `{"reason": ...}` about `own_reasons` (Jetty's page or no
+    body when no resource has the path): the broker has no such endpoint."""
     if resp.status == 405:
         return True
     if resp.status != 404:
@@ -65,7 +72,22 @@ def status_endpoint_missing(resp) -> bool:
         reason = json.loads(resp.body).get("reason")
     except (ValueError, AttributeError):
         return True
-    return not isinstance(reason, str) or not re.search(r"subscription|topic", reason, re.IGNORECASE)
+    return not isinstance(reason, str) or not re.search(own_reasons, reason, re.IGNORECASE)
+
+
+def status_endpoint_missing(resp) -> bool:
+    """GET .../replicatedSubscriptionStatus exists from Pulsar 2.10 (apache/pulsar#12891); 2.7.3-2.9 brokers
+    have only its POST (apache/pulsar#10790) and answer 405, older ones 404 from the servlet container (an HTML
+    page or no body). The broker's own 404s ("Subscription not found", "Topic not found") are JSON
+    `{"reason": ...}` bodies: those stay gaps."""
+    return _endpoint_missing(resp, r"subscription|topic")
+
+
+def ttl_endpoint_missing(resp) -> bool:
+    """GET .../{topic}/messageTTL exists from 2.7.0 (apache/pulsar#7738); with `topicLevelPoliciesEnabled=false`
+    (the default before 2.11, PIP-162) it answers 405 (AdminResource.checkTopicLevelPolicyEnable), older brokers
+    Jetty's 404. "Topic not found" / "Namespace does not exist" stay gaps."""
+    return _endpoint_missing(resp, r"topic|namespace")
 
 
 def dump_settings(cluster: PulsarCluster, progress_every: int = 10) -> DumpSettings:
@@ -109,7 +131,9 @@ class PulsarCollector(Collector):
                              request_timeout_s=cluster.timeouts.request_s, verify=cluster.tls_verify,
                              pool_size=settings.concurrency, retry=self._retry, redact=secrets.redact)
         try:
-            _broker_version(client, sink, report)
+            version = _parsed_version(_broker_version(client, sink, report))
+            ttls = MessageTtls(client, report, self._now_ms,
+                               topic_level=version is None or version >= APPLIED_TTL_SINCE)
             topics = discover_topics(client, cluster.namespaces, cluster.topics, report)
             if self._scope is not None and self._scope.subjects:
                 topics = [t for t in topics if self._scope.wants_any(*subject_names(t.full))]
@@ -117,7 +141,7 @@ class PulsarCollector(Collector):
             for topic in topics:
                 if client.unauthorized is not None:
                     break
-                _TopicCollection(client, topic, sink, settings, reader, report, self._now_ms).run()
+                _TopicCollection(client, topic, sink, settings, reader, report, self._now_ms, ttls).run()
             if client.unauthorized is not None:
                 # 401 = the token itself is refused: every further request would fail the same way.
                 report.gap(cluster.admin_url, "admin API (collection stopped)", client.unauthorized.error or "HTTP 401")
@@ -142,19 +166,29 @@ class PulsarCollector(Collector):
                                         read_timeout_ms=int(cluster.timeouts.request_s * 1000))
 
 
-def _broker_version(client: AdminClient, sink: RawSink, report: CollectionReport) -> None:
+def _broker_version(client: AdminClient, sink: RawSink, report: CollectionReport) -> bytes | None:
     """The version picks the audit's PIP-33 snapshot cache rule (docs/pulsar/audit.md); without it the audit
     assumes one and says so, so a failure is a gap, never fatal. Asked once per cluster: behind a load balancer
-    another broker may answer, which is why an estate can declare the version instead."""
-    if stored(sink, BROKER_VERSION_KEY) is not None:
+    another broker may answer, which is why an estate can declare the version instead. Returns the body."""
+    body = stored(sink, BROKER_VERSION_KEY)
+    if body is not None:
         report.count("keys_resumed")
-        return
+        return body
     resp = client.get(BROKER_VERSION_PATH)
     if resp.error is not None:
         report.gap(resp.url, "broker version", resp.error)
-        return
+        return None
     sink.put(BROKER_VERSION_KEY, resp.body)   # as received, even when it will not decode: it is the evidence
     report.count("keys_stored")
+    return resp.body
+
+
+def _parsed_version(body: bytes | None) -> tuple[int, int, int] | None:
+    try:
+        parsed = parse_version(decode_broker_version(body, BROKER_VERSION_KEY)) if body is not None else None
+    except PayloadError:
+        return None
+    return None if parsed is None else (parsed[0], parsed[1], parsed[2] or 0)
 
 
 def store_read_instant(sink: RawSink, key: str, url: str, requested_ms: int, answered_ms: int) -> None:
@@ -165,13 +199,57 @@ def store_read_instant(sink: RawSink, key: str, url: str, requested_ms: int, ans
         sink.put(sidecar, encode_read_instant(url, requested_ms, answered_ms))
 
 
+class MessageTtls:
+    """The message TTL each topic's replicator applies (docs/pulsar/collector.md "Message TTL"): GET
+    .../messageTTL?applied=true (topic, else namespace, else the broker's ttlDurationDefaultInSeconds), or on a
+    broker without it the namespace's own, asked once per namespace. A failure is a gap naming the URL: the audit
+    then takes the estate's `pulsar_message_ttl`."""
+
+    def __init__(self, client: AdminClient, report: CollectionReport, now_ms: Callable[[], int],
+                 topic_level: bool = True):
+        self.client, self.report, self.now_ms = client, report, now_ms
+        self.topic_level = topic_level   # False: a broker before APPLIED_TTL_SINCE, whose answer is not the applied one
+        self._namespaces: dict[tuple[str, str], tuple[bytes, str, int, int] | None] = {}
+
+    def topic(self, topic: TopicName) -> tuple[str, bytes, str, int, int] | None:
+        """(key, body, url, requested_ms, answered_ms) to store beside the topic, or None (a gap, or already noted)."""
+        if self.topic_level:
+            requested = self.now_ms()
+            resp = self.client.get(topic.path(TOPIC_TTL))
+            answered = self.now_ms()
+            if resp.error is None or resp.status == 204:   # 204: null (not set), stored empty
+                return MESSAGE_TTL_KEY, resp.body, resp.url, requested, answered
+            if not ttl_endpoint_missing(resp):
+                self.report.gap(resp.url, "message TTL", resp.error)
+                return None
+            log.info("%s: no topic-level message TTL on this broker (%s); asking the namespace", resp.url, resp.error)
+        ns = self.namespace(topic.tenant, topic.namespace)
+        return None if ns is None else (NAMESPACE_MESSAGE_TTL_KEY, *ns)
+
+    def namespace(self, tenant: str, namespace: str) -> tuple[bytes, str, int, int] | None:
+        key = (tenant, namespace)
+        if key not in self._namespaces:
+            requested = self.now_ms()
+            resp = self.client.get(f"/admin/v2/namespaces/{quote(tenant)}/{quote(namespace)}/messageTTL")
+            answered = self.now_ms()
+            if resp.error is None or resp.status == 204:
+                self._namespaces[key] = (resp.body, resp.url, requested, answered)
+                self.report.count("namespace_message_ttls")
+            else:   # one gap per namespace, not per topic
+                self._namespaces[key] = None
+                self.report.gap(resp.url, "namespace message TTL", resp.error)
+        return self._namespaces[key]
+
+
 class _TopicCollection:
     """stats-internal, stats, replicated-subscription status and the dump of one topic."""
 
     def __init__(self, client: AdminClient, topic: TopicName, sink: RawSink, settings: DumpSettings,
-                 reader: ReaderSource | None, report: CollectionReport, now_ms: Callable[[], int] = wall_ms):
+                 reader: ReaderSource | None, report: CollectionReport, now_ms: Callable[[], int] = wall_ms,
+                 ttls: MessageTtls | None = None):
         self.client, self.topic, self.sink, self.settings = client, topic, sink, settings
         self.reader, self.report, self.now_ms = reader, report, now_ms
+        self.ttls = ttls or MessageTtls(client, report, now_ms)
         self.prefix = topic.folder + "/"
 
     def _fetch(self, suffix: str, key: str, what: str, unavailable=None) -> tuple[bytes | None, str]:
@@ -207,6 +285,18 @@ class _TopicCollection:
             self.report.gap(source, what, f"stored as received, not decodable: {why}")
             return None
 
+    def _message_ttl(self) -> None:
+        if any(stored(self.sink, self.prefix + k) is not None for k in (MESSAGE_TTL_KEY, NAMESPACE_MESSAGE_TTL_KEY)):
+            self.report.count("keys_resumed")
+            return
+        found = self.ttls.topic(self.topic)
+        if found is None:
+            return
+        key, body, url, requested, answered = found
+        self.sink.put(self.prefix + key, body)
+        self.report.count("keys_stored")
+        store_read_instant(self.sink, self.prefix + key, self.client.redact(url), requested, answered)
+
     def run(self) -> None:
         body, url = self._fetch("/internalStats", "stats-internal.json", "topic internal stats")
         si: StatsInternal | None = self._decode(body, url, "topic internal stats", decode_stats_internal)
@@ -221,6 +311,7 @@ class _TopicCollection:
             self.report.count("topics_without_dump")  # the gap above says why
             return
         self.report.count("topics_collected")
+        self._message_ttl()
         if stored(self.sink, self.prefix + DUMP_KEY) is not None:
             self.report.count("dumps_resumed_complete")
             return

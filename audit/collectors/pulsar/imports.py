@@ -6,10 +6,13 @@ or by the collector elsewhere, into raw/pulsar/<cluster>/, the collector's own l
              T/subscriptions/<sub>/replicated-status.json    --kind replicated-status --subscription S
              T/dump/<L>/<first>-<last>.jsonl                 --kind dump (a folder of <L>/<first>-<last>.jsonl)
              T/dump.json             --kind dump-window      (the dump window and its outcome)
+             T/message-ttl.json      --kind message-ttl      (pulsar-admin topics get-message-ttl --applied)
+             T/namespace-message-ttl.json  --kind namespace-message-ttl   (pulsar-admin namespaces
+                                                               get-message-ttl: brokers without the topic GET)
              the whole folder T      --kind topic-folder     (also the `.read.json` read instants beside
-                                                               stats-internal.json, stats.json and
-                                                               replicated-status.json, and the rereads
-                                                               T/rereads/<n>/stats-internal.json[.read.json])
+                                                               stats-internal.json, stats.json,
+                                                               replicated-status.json and the TTL files, and the
+                                                               rereads T/rereads/<n>/stats-internal.json[.read.json])
   per cluster collection.json        --kind collection-report
              broker-version.txt      --kind broker-version   (pulsar-admin brokers version, or curl of
                                                                /admin/v2/brokers/version)
@@ -30,6 +33,8 @@ from urllib.parse import quote
 from audit.collectors.base import ImportJob
 from audit.contracts import ImportKind, ImportOption
 from audit.formats.errors import PayloadError
+from audit.formats.pulsar.message_ttl import MESSAGE_TTL_KEY as MESSAGE_TTL_FILE
+from audit.formats.pulsar.message_ttl import NAMESPACE_MESSAGE_TTL_KEY as NAMESPACE_MESSAGE_TTL_FILE
 
 TOPIC = ImportOption("topic", "persistent://tenant/namespace/topic, for Pulsar kinds")
 SUBSCRIPTION = ImportOption("subscription", "subscription name, for replicated-status")
@@ -37,8 +42,9 @@ SYSTEM = "pulsar"
 BROKER_VERSION_FILE = "broker-version.txt"   # collector.py BROKER_VERSION_KEY (not imported: no HTTP stack here)
 REREAD_REPORT_FILE = "reread.json"           # pipeline.py REREAD_KEY: the reread stage's report of the cluster
 TOPIC_FILES = ("stats-internal.json, stats.json, dump.json, subscriptions/<percent-encoded subscription>/"
-               "replicated-status.json, dump/<ledgerId>/<firstEntryId>-<lastEntryId>.jsonl, rereads/<n>/"
-               "stats-internal.json, or <one of the JSON bodies but dump.json>.read.json")
+               "replicated-status.json, message-ttl.json, namespace-message-ttl.json, dump/<ledgerId>/"
+               "<firstEntryId>-<lastEntryId>.jsonl, rereads/<n>/stats-internal.json, or <one of the JSON bodies but "
+               "dump.json>.read.json")
 _REREAD = re.compile(r"rereads/[1-9][0-9]*/stats-internal\.json")
 
 
@@ -88,6 +94,12 @@ def _window(data: bytes, source: str, topic: str, below: str) -> None:
     decode_dump_window(data, source, topic)
 
 
+def _message_ttl(data: bytes, source: str, topic: str, below: str) -> None:
+    from audit.formats.pulsar.message_ttl import decode_message_ttl
+
+    decode_message_ttl(data, source)
+
+
 def _read_instant(data: bytes, source: str, topic: str, below: str) -> None:
     from audit.formats.pulsar.read_instant import decode_read_instant
 
@@ -129,13 +141,15 @@ def _classify(below: str) -> Callable | None:
     parts = below.split("/")
     if below.endswith(READ_SUFFIX):   # a read instant, beside a body that has one (not a dump or dump.json)
         body = below.removesuffix(READ_SUFFIX)
-        return _read_instant if _classify(body) in (_stats_internal, _stats, _status) else None
+        return _read_instant if _classify(body) in (_stats_internal, _stats, _status, _message_ttl) else None
     if below == "stats-internal.json" or _REREAD.fullmatch(below):
         return _stats_internal
     if below == "stats.json":
         return _stats
     if below == "dump.json":
         return _window
+    if below in (MESSAGE_TTL_FILE, NAMESPACE_MESSAGE_TTL_FILE):
+        return _message_ttl
     if len(parts) == 3 and parts[0] == "subscriptions" and parts[1] and parts[2] == "replicated-status.json":
         return _status
     if len(parts) == 3 and parts[0] == "dump" and parts[2].endswith(".jsonl"):
@@ -242,9 +256,16 @@ KINDS = {
     "dump": ImportKind("per-entry dump chunks (<ledgerId>/<first>-<last>.jsonl)", _store_dump, (TOPIC,)),
     "dump-window": ImportKind("the dump window and its outcome (the collector's dump.json)",
                               _store_file("dump-window", lambda o: "dump.json"), (TOPIC,)),
+    "message-ttl": ImportKind("the topic's applied message TTL in seconds (pulsar-admin topics get-message-ttl "
+                              "--applied, or GET .../messageTTL?applied=true)",
+                              _store_file("message-ttl", lambda o: MESSAGE_TTL_FILE), (TOPIC,)),
+    "namespace-message-ttl": ImportKind("the topic's namespace message TTL in seconds, from a broker without the "
+                                        "topic-level GET (pulsar-admin namespaces get-message-ttl)",
+                                        _store_file("namespace-message-ttl", lambda o: NAMESPACE_MESSAGE_TTL_FILE),
+                                        (TOPIC,)),
     "topic-folder": ImportKind("a topic folder as the collector writes it (stats-internal.json, stats.json, "
-                               "subscriptions/, dump/, dump.json, rereads/, *.read.json)", _store_topic_folder,
-                               (TOPIC,)),
+                               "subscriptions/, message-ttl.json, dump/, dump.json, rereads/, *.read.json)",
+                               _store_topic_folder, (TOPIC,)),
     "collection-report": ImportKind("the collector's collection.json of this cluster", _store_collection),
     "broker-version": ImportKind("the cluster's broker version as GET /admin/v2/brokers/version answers it "
                                  "(bare text, e.g. 3.0.12)", _store_broker_version),

@@ -39,6 +39,10 @@ class ClusterSide:
     # every read of the cursors: the collection's own (PRIMARY, the instants of stats-internal.json: `cursors` and
     # the window) and the rereads; empty: the collection's read only, instant unknown
     reads: tuple[CursorRead, ...] = ()
+    # what this cluster's broker said of the topic's TTL (None: not collected): GET ...?applied=true, or the
+    # namespace's own setting from a broker without that GET (ttl.py applied_ttl_s)
+    message_ttl_s: int | None = None
+    namespace_message_ttl_s: int | None = None
 
     @property
     def primary(self) -> CursorRead:

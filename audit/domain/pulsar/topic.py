@@ -16,6 +16,7 @@ from audit.domain.pulsar.identity import Match, match
 from audit.domain.pulsar.pairs import AMBIGUOUS, ambiguity, pair_rows
 from audit.domain.pulsar.reads import PRIMARY
 from audit.domain.pulsar.sides import REPLICATOR, SUBSCRIPTION, ClusterSide, Cursor, Settings, read_after
+from audit.domain.pulsar.ttl import applied_ttl_s
 from audit.domain.pulsar.window import never_sent
 
 __all__ = ["AMBIGUOUS", "REPLICATOR", "SUBSCRIPTION", "ClusterSide", "Cursor", "Settings", "TopicAudit",
@@ -61,13 +62,18 @@ def audit_topic(topic: str, sides: Mapping[str, ClusterSide], settings: Settings
             masks[key] = acked_mask(side.window.index, cursor.acks)
         return masks[key]
 
-    ttl_ms = settings.thresholds.ttl_s(topic) * 1000
+    estate_ttl_s = settings.thresholds.ttl_s(topic)
+
+    def ttl(side: ClusterSide) -> tuple[int, str]:
+        return applied_ttl_s(side.message_ttl_s, side.namespace_message_ttl_s, estate_ttl_s)
 
     def sent(side: ClusterSide, remote: str) -> np.ndarray | None:
-        """What side's replicator to `remote` has sent: acked by it and not dropped unsent. None: no replicator."""
+        """What side's replicator to `remote` has sent: acked by it and not dropped unsent. None: no replicator.
+        Its own broker's TTL decides what it dropped."""
         rep = side.replicator(remote)
         if rep is None:
             return None
+        ttl_ms = ttl(side)[0] * 1000
         return acked(side, rep) & ~never_sent(side.window, remote, ttl_ms, side.now_ms(settings.as_of_ms))
 
     facts: list[object] = []
@@ -101,6 +107,7 @@ def audit_topic(topic: str, sides: Mapping[str, ClusterSide], settings: Settings
                 failover_rows += pair_rows(topic, side, target, m, acked, sent, settings, facts, coverage)
                 coverage += ambiguity(settings, topic, side, target, m)
             repl = tuple(sorted(s for s in side.subscriptions() if side.is_replicated(s)))
-            facts.append(checks.ReplicatorFacts(topic, name, remote, connected, backlog, repl, back, missing))
+            ev = dict(zip(("message_ttl_s", "message_ttl_from"), ttl(side))) if missing else {}
+            facts.append(checks.ReplicatorFacts(topic, name, remote, connected, backlog, repl, back, missing, ev))
     found = checks.findings(settings.run_id, facts, settings.thresholds)
     return TopicAudit(failover_rows, snapshot_rows, found, coverage)

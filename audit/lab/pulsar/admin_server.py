@@ -14,6 +14,8 @@ Answers GETs with the bodies and headers a broker sends (audit/lab/pulsar/payloa
   /admin/v2/persistent/{t}/{ns}/{topic}/stats             stats
   /admin/v2/persistent/{t}/{ns}/{topic}/subscription/{sub}/replicatedSubscriptionStatus
   /admin/v2/persistent/{t}/{ns}/{topic}/ledger/{l}/entry/{e}   the entry: body + X-Pulsar-* headers
+  /admin/v2/persistent/{t}/{ns}/{topic}/messageTTL[?applied=true]   the topic's TTL (the lab sets none per topic)
+  /admin/v2/namespaces/{tenant}/{ns}/messageTTL           the namespace's TTL (the lab's `message_ttl_s`)
   /admin/v2/brokers/version                               the lab cluster's configured broker version
   POST .../subscription/{sub}/resetcursor                 ResetCursorData body, applied as the broker does
                                                           (reset_cursor below): the repair plan's tests
@@ -21,7 +23,9 @@ With a token, every request must carry `Authorization: Bearer <token>` (401 and 
 Old brokers, by the cluster's `broker_versions` entry (lab config): before 2.9 the entry answer carries only
 the headers of the time (no producer name, sequence id, replicated-from/-to or marker type: apache/pulsar#11443);
 before 2.10 a GET of replicatedSubscriptionStatus answers 405 (2.7.3 on: only its POST, apache/pulsar#10790) or
-Jetty's 404 page (apache/pulsar#12891 added the GET).
+Jetty's 404 page (apache/pulsar#12891 added the GET); before 2.7 GET .../messageTTL is Jetty's 404 page, before 2.11
+it answers 405 (topic level policies disabled by default), and before 2.8 an unset namespace TTL reads 0, not 204
+(payloads.py topic_ttl_answer, namespace_ttl_answer).
 `entry_errors` maps (ledgerId, entryId) to an HTTP status to answer instead of the entry (coverage-gap tests)."""
 from __future__ import annotations
 
@@ -34,8 +38,8 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator, Mapping
 
-from audit.lab.pulsar.payloads import OCTET_STREAM, entry_headers, jackson, replicated_status, stats_internal, \
-    topic_stats
+from audit.lab.pulsar.payloads import OCTET_STREAM, entry_headers, jackson, namespace_ttl_answer, replicated_status, \
+    stats_internal, topic_stats, topic_ttl_answer
 from audit.lab.pulsar.runner import UnknownLabCluster
 from audit.domain.pulsar.snapshot_cache import parse_version
 from audit.lab.pulsar.builder import World
@@ -114,13 +118,20 @@ class _Admin:
         known = any(n.startswith(prefix) for c in self.world.cluster_names for n in self.world.clusters[c].topics)
         return names if known else None
 
-    def route(self, parts: list[str]) -> tuple[int, str, bytes, list[tuple[str, str]]]:
+    def route(self, parts: list[str], query: Mapping[str, list[str]] | None = None
+              ) -> tuple[int, str, bytes, list[tuple[str, str]]]:
         if parts == ["admin", "v2", "brokers", "version"]:
             # BrokersBase#version: the version string itself, not a JSON document
             return 200, JSON, self.world.config.broker_version_of(self.cluster).encode(), []
         if parts[:3] == ["admin", "v2", "namespaces"] and len(parts) == 6 and parts[5] == "topics":
             names = self._namespace_topics(parts[3], parts[4])
             return self._list(names)
+        if parts[:3] == ["admin", "v2", "namespaces"] and len(parts) == 6 and parts[5] == "messageTTL":
+            if self._namespace_topics(parts[3], parts[4]) is None:
+                return _error(404, "Namespace does not exist")
+            ttl_s = self.world.config.ttl_ms(f"{parts[3]}/{parts[4]}") // 1000
+            status, body = namespace_ttl_answer(self.version, ttl_s)
+            return status, JSON, body, []
         if parts[:3] != ["admin", "v2", "persistent"] or len(parts) < 5:
             return _error(404, "Not Found")
         tenant, ns = parts[3], parts[4]
@@ -142,12 +153,17 @@ class _Admin:
             return 200, JSON, jackson(stats_internal(topic)), []
         if rest == ["stats"]:
             return 200, JSON, jackson(topic_stats(topic, self.world.as_of_ms)), []
+        if rest == ["messageTTL"]:
+            applied = (query or {}).get("applied", ["false"])[-1] == "true"
+            answer = topic_ttl_answer(self.version, topic.settings.message_ttl_ms // 1000, applied)
+            if answer is None:
+                return _jetty_404(parts)
+            return answer[0], JSON, answer[1], []
         if len(rest) == 3 and rest[0] == "subscription" and rest[2] == "replicatedSubscriptionStatus":
             if self.version < (2, 10, 0):   # no GET of the status before apache/pulsar#12891
                 if self.version >= (2, 7, 3):
                     return 405, JSON, jackson({"reason": "Method Not Allowed"}), [("Allow", "POST")]
-                page = _JETTY_PAGE.format(code=404, msg="Not Found", uri="/" + "/".join(parts))
-                return 404, "text/html;charset=iso-8859-1", page.encode("latin-1"), []
+                return _jetty_404(parts)
             if rest[1] not in topic.subscriptions:
                 return _error(404, "Subscription not found")
             return 200, JSON, jackson(replicated_status(topic, rest[1])), []
@@ -181,6 +197,12 @@ def _error(status: int, reason: str):
     return status, JSON, jackson({"reason": reason}), []
 
 
+def _jetty_404(parts: list[str]):
+    """No resource has the path on this broker version: the servlet container's page."""
+    page = _JETTY_PAGE.format(code=404, msg="Not Found", uri="/" + "/".join(parts))
+    return 404, "text/html;charset=iso-8859-1", page.encode("latin-1"), []
+
+
 def _handler(admin: _Admin, token: str | None):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -208,14 +230,15 @@ def _handler(admin: _Admin, token: str | None):
 
         def _answer(self, route) -> None:
             """Authorize, then answer with route(path parts) under the admin's lock (one request at a time)."""
-            path = urllib.parse.urlsplit(self.path).path
+            url = urllib.parse.urlsplit(self.path)
+            path = url.path
             if not self._authorized():
                 page = _JETTY_PAGE.format(code=401, msg="Authentication required", uri=path)
                 self._send(401, "text/html;charset=iso-8859-1", page.encode("latin-1"), [])
                 return
             parts = [urllib.parse.unquote(p) for p in path.strip("/").split("/")]
             with admin.lock:
-                answer = route(parts)
+                answer = route(parts, urllib.parse.parse_qs(url.query))
             self._send(*answer)
 
         def do_GET(self) -> None:
@@ -223,7 +246,7 @@ def _handler(admin: _Admin, token: str | None):
 
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self._answer(lambda parts: admin.reset_cursor(parts, body))
+            self._answer(lambda parts, query: admin.reset_cursor(parts, body))
 
         def _not_allowed(self) -> None:
             self._send(405, JSON, jackson({"reason": "Method Not Allowed"}), [("Allow", "GET")])

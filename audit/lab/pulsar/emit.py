@@ -4,6 +4,8 @@ raw/pulsar/<cluster>/) through a RawSink, exactly as the admin collector lays it
     broker-version.txt   the cluster's configured broker version, as /admin/v2/brokers/version answers it
     topics/<tenant>/<ns>/<topic>/stats-internal.json | stats.json | dump.json
     topics/<tenant>/<ns>/<topic>/subscriptions/<percent-encoded sub>/replicated-status.json
+    topics/<tenant>/<ns>/<topic>/message-ttl.json | namespace-message-ttl.json   the TTL answer the collector
+                                                   would store for the cluster's broker version (payloads.py)
     topics/<tenant>/<ns>/<topic>/dump/<ledgerId>/<firstEntryId>-<lastEntryId>.jsonl
     <each of the admin bodies above>.read.json   when it was read (audit/formats/pulsar/read_instant.py)
     topics/<tenant>/<ns>/<topic>/rereads/<pass>/stats-internal.json (+ .read.json)   the reread stage's
@@ -22,13 +24,15 @@ import urllib.parse
 from dataclasses import dataclass
 
 from audit.collectors.base import CollectionReport, RawSink
-from audit.collectors.pulsar.collector import BROKER_VERSION_KEY
+from audit.collectors.pulsar.collector import APPLIED_TTL_SINCE, BROKER_VERSION_KEY, TOPIC_TTL
 from audit.collectors.pulsar.discovery import parse_topic
 from audit.config.pulsar import PulsarDump
+from audit.domain.pulsar.snapshot_cache import parse_version
+from audit.formats.pulsar.message_ttl import MESSAGE_TTL_KEY, NAMESPACE_MESSAGE_TTL_KEY
 from audit.formats.pulsar.read_instant import READ_SUFFIX, REREAD_BODY, REREADS, encode_read_instant
 from audit.lab.pulsar.model import Entry, ManagedLedger
-from audit.lab.pulsar.payloads import OCTET_STREAM, entry_headers, jackson, replicated_status, stats_internal, \
-    topic_stats
+from audit.lab.pulsar.payloads import OCTET_STREAM, entry_headers, jackson, namespace_ttl_answer, replicated_status, \
+    stats_internal, topic_stats, topic_ttl_answer
 from audit.lab.pulsar.reads import Collection, Read
 from audit.lab.pulsar.builder import World
 
@@ -52,6 +56,22 @@ def _url(cluster: str, topic: str, suffix: str) -> str:
     return f"lab://{cluster}{parse_topic(topic).path(suffix)}"
 
 
+def message_ttl(world: World, cluster: str, topic: str) -> tuple[str, bytes, str]:
+    """(key below the topic folder, body, url) of the TTL answer the collector stores for the topic: the
+    topic-level applied one where the broker has it, else the namespace's (collector.py MessageTtls)."""
+    parsed = parse_version(world.config.broker_version_of(cluster)) or (99, 0, 0)
+    version = (parsed[0], parsed[1], parsed[2] or 0)
+    name = parse_topic(topic)
+    ttl_s = world.topic(cluster, topic).settings.message_ttl_ms // 1000
+    answer = topic_ttl_answer(version, ttl_s, applied=True) if version >= APPLIED_TTL_SINCE else None
+    if answer is not None and answer[0] in (200, 204):
+        return MESSAGE_TTL_KEY, answer[1], _url(cluster, topic, TOPIC_TTL)
+    _, body = namespace_ttl_answer(version, world.config.ttl_ms(f"{name.tenant}/{name.namespace}") // 1000)
+    path = f"/admin/v2/namespaces/{urllib.parse.quote(name.tenant, safe='')}/" \
+           f"{urllib.parse.quote(name.namespace, safe='')}/messageTTL"
+    return NAMESPACE_MESSAGE_TTL_KEY, body, f"lab://{cluster}{path}"
+
+
 def _put(sink: RawSink, key: str, body: bytes, url: str, requested_ms: int, answered_ms: int) -> None:
     sink.put(key, body)
     sink.put(key + READ_SUFFIX, encode_read_instant(url, requested_ms, answered_ms))
@@ -66,6 +86,7 @@ class TopicEvidence:
     internal: tuple[bytes, int, int]
     stats: tuple[bytes, int, int]
     statuses: dict[str, tuple[bytes, int, int]]
+    ttl: tuple[int, int]  # when the message TTL was read (it never changes in the lab)
     first: int           # the window's first index
     entries: int         # entries held when the internal stats were read: the window ends at entries - 1
     dump_at: tuple[int, int]
@@ -105,7 +126,7 @@ def _dump(ev: TopicEvidence, folder: str, sink: RawSink, dump: PulsarDump, repor
     sink.put(f"{folder}/dump.json", json.dumps(doc, indent=1).encode())
 
 
-def write_topic(ev: TopicEvidence, sink: RawSink, dump: PulsarDump, report: CollectionReport) -> None:
+def write_topic(world: World, ev: TopicEvidence, sink: RawSink, dump: PulsarDump, report: CollectionReport) -> None:
     folder = parse_topic(ev.topic).folder  # the collector's own layout
     for key, suffix, (body, requested, answered) in (("stats-internal.json", "/internalStats", ev.internal),
                                                      ("stats.json", "/stats", ev.stats)):
@@ -116,13 +137,16 @@ def write_topic(ev: TopicEvidence, sink: RawSink, dump: PulsarDump, report: Coll
         _put(sink, f"{folder}/subscriptions/{enc}/replicated-status.json", body,
              _url(ev.cluster, ev.topic, f"/subscription/{enc}/replicatedSubscriptionStatus"), requested, answered)
         report.count("replicated_subscriptions")
+    key, body, url = message_ttl(world, ev.cluster, ev.topic)
+    _put(sink, f"{folder}/{key}", body, url, *ev.ttl)
     _dump(ev, folder, sink, dump, report)
 
 
 def _collected(world: World, c: Collection) -> TopicEvidence:
     r = c.read
     return TopicEvidence(r.cluster, r.topic, world.topic(r.cluster, r.topic).ml, (r.body, r.requested_ms,
-                         r.answered_ms), (c.stats, *c.stats_at), c.statuses, r.floor + 1, r.entries, c.dump_at)
+                         r.answered_ms), (c.stats, *c.stats_at), c.statuses, c.stats_at, r.floor + 1, r.entries,
+                         c.dump_at)
 
 
 def _now(world: World, cluster: str, name: str) -> TopicEvidence:
@@ -130,15 +154,15 @@ def _now(world: World, cluster: str, name: str) -> TopicEvidence:
     statuses = {s: (jackson(replicated_status(topic, s)), now, now) for s, sub in topic.subscriptions.items()
                 if sub.replicated}
     return TopicEvidence(cluster, name, topic.ml, (jackson(stats_internal(topic)), now, now),
-                         (jackson(topic_stats(topic, now)), now, now), statuses, topic.replicated_cursor_floor() + 1,
-                         len(topic.ml.entries), (now, now))
+                         (jackson(topic_stats(topic, now)), now, now), statuses, (now, now),
+                         topic.replicated_cursor_floor() + 1, len(topic.ml.entries), (now, now))
 
 
 def _cluster(world: World, cluster: str, sink: RawSink, dump: PulsarDump | None, evidence) -> CollectionReport:
     report = CollectionReport("pulsar", cluster)
     sink.put(BROKER_VERSION_KEY, world.config.broker_version_of(cluster).encode())   # admin_server.py's answer
     for ev in evidence:
-        write_topic(ev, sink, dump or PulsarDump(), report)
+        write_topic(world, ev, sink, dump or PulsarDump(), report)
     return report
 
 

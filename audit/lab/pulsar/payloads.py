@@ -191,3 +191,29 @@ def entry_headers(entry: Entry) -> list[tuple[str, str]]:
     else:
         h.append(("X-Pulsar-marker-type", str(entry.marker_type)))
     return h
+
+
+# Message TTL answers (docs/formats/pulsar.md §2.14). The lab's TTL is the namespace's (`message_ttl_s`); it
+# sets none per topic, and its brokers' ttlDurationDefaultInSeconds is 0.
+TOPIC_TTL_SINCE = (2, 7, 0)        # GET .../{topic}/messageTTL (apache/pulsar#7738)
+TOPIC_POLICIES_ON = (2, 11, 0)     # topicLevelPoliciesEnabled true by default (PIP-162, apache/pulsar#15619)
+NULL_TTL_SINCE = (2, 8, 0)         # an unset namespace TTL is null, answered 204 (apache/pulsar#9225)
+TOPIC_POLICIES_OFF = "Topic level policies is disabled, to enable the topic level policy and retry."
+
+
+def topic_ttl_answer(version: tuple[int, int, int], ttl_s: int, applied: bool) -> tuple[int, bytes] | None:
+    """(status, body) of GET .../{topic}/messageTTL[?applied=true]; None: no such resource (Jetty's 404)."""
+    if version < TOPIC_TTL_SINCE:
+        return None
+    if version < TOPIC_POLICIES_ON:
+        return 405, jackson({"reason": TOPIC_POLICIES_OFF})   # AdminResource.checkTopicLevelPolicyEnable
+    if not applied:
+        return 204, b""   # no topic-level TTL: null
+    return 200, jackson(ttl_s)   # topic, else namespace, else the broker's default (0)
+
+
+def namespace_ttl_answer(version: tuple[int, int, int], ttl_s: int) -> tuple[int, bytes]:
+    """(status, body) of GET /admin/v2/namespaces/{t}/{ns}/messageTTL: policies.message_ttl_in_seconds."""
+    if ttl_s == 0 and version >= NULL_TTL_SINCE:
+        return 204, b""
+    return 200, jackson(ttl_s)

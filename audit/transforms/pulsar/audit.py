@@ -37,7 +37,8 @@ INPUTS = {
     # trimmed: docs/pulsar/audit.md "Window start"); kept as an input for the job's table set.
     "pulsar_ledgers": struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entries", L)),
     "pulsar_topics": struct(("cluster", S), ("topic", S), ("dump_from_ledger", L), ("dump_from_entry", L),
-                             ("dump_to_ledger", L), ("dump_to_entry", L), ("dump_complete", B)),
+                             ("dump_to_ledger", L), ("dump_to_entry", L), ("dump_complete", B),
+                             ("message_ttl_s", L), ("namespace_message_ttl_s", L)),
     "pulsar_cursors": struct(("cluster", S), ("topic", S), ("cursor", S), ("kind", S), ("remote_cluster", S),
                               ("replicated", B), ("mark_delete_ledger", L), ("mark_delete_entry", L),
                               ("read_ledger", L), ("read_entry", L), ("individually_deleted", ArrayType(ACK_RANGE)),
@@ -59,7 +60,8 @@ STATE = struct(("kind", S), ("cluster", S), ("topic", S), ("name", S), ("cursor_
                 ("publish_time_ms", L), ("replicated_from", S), ("replicate_to", ArrayType(S)),
                 ("snapshot_id", S), ("marker_source_cluster", S), ("marker_local_ledger", L),
                 ("marker_local_entry", L), ("marker_subscription", S), ("marker_clusters", ArrayType(CLUSTER_POSITION)),
-                ("read", I), ("read_requested_ms", L), ("read_answered_ms", L))
+                ("read", I), ("read_requested_ms", L), ("read_answered_ms", L), ("message_ttl_s", L),
+                ("namespace_message_ttl_s", L))
 # What crosses to Python per entry: numbers only (see audit_rows.py); names as xxhash64 codes.
 ENTRY_COLUMNS = ("cluster_key", "ledger_id", "entry_id", "producer_key", "sequence_id", "publish_time_ms",
                  "origin_key", "source_position_ledger", "source_position_entry", "marker_type")
@@ -87,7 +89,8 @@ def empty_tables(spark: SparkSession) -> dict[str, DataFrame]:
 
 def _state(t: dict[str, DataFrame]) -> DataFrame:
     topics = t["pulsar_topics"].select(F.lit(arrow.TOPIC).alias("kind"), "cluster", "topic", "dump_from_ledger",
-                                       "dump_from_entry", "dump_to_ledger", "dump_to_entry", "dump_complete")
+                                       "dump_from_entry", "dump_to_ledger", "dump_to_entry", "dump_complete",
+                                       "message_ttl_s", "namespace_message_ttl_s")
     gaps = (t["pulsar_entry_gaps"].groupBy("cluster", "topic").agg(F.count(F.lit(1)).alias("gap_count"))
             .withColumn("kind", F.lit(arrow.GAPS)))
     cursors = t["pulsar_cursors"].select(
@@ -146,7 +149,8 @@ def audit(tables: dict[str, DataFrame], *, run_id: str = "", as_of_ms: int | Non
           thresholds: Thresholds = Thresholds(), broker_versions: dict[str, str] | None = None,
           snapshot_cache_size: int = DEFAULT_SIZE) -> Outputs:
     """(failover_df, snapshots_df, violations_df). `tables` maps INPUTS names to DataFrames (missing = empty);
-    a threshold left None is not checked. Each source cluster's PIP-33 snapshot cache rule follows its broker
+    a threshold left None is not checked. The message TTL a cluster's broker reported for a topic wins over the
+    estate's (domain/pulsar/ttl.py). Each source cluster's PIP-33 snapshot cache rule follows its broker
     version: the estate's declared one (`broker_versions`, cluster -> version) over the one its admin API
     reported (`pulsar_brokers`); a cluster with neither gets the current rule and a coverage note."""
     versions = {**reported_versions(tables), **dict(broker_versions or {})}

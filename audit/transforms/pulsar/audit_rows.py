@@ -122,6 +122,7 @@ def sides_of(entries: pa.Table, state: pa.Table) -> tuple[str, dict[str, Cluster
         s.dump_from = _pos(r["dump_from_ledger"], r["dump_from_entry"])
         s.dump_to = _pos(r["dump_to_ledger"], r["dump_to_entry"])
         s.complete = bool(r["dump_complete"])
+        s.message_ttl_s, s.namespace_message_ttl_s = r["message_ttl_s"], r["namespace_message_ttl_s"]
     for r in of_kind(GAPS).to_pylist():
         if r["gap_count"]:
             sides[r["cluster"]].complete = False

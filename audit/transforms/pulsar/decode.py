@@ -21,6 +21,7 @@ from audit.formats.errors import PayloadError
 from audit.formats.pulsar.broker_version import decode_broker_version
 from audit.formats.pulsar.dump_window import decode_dump_window
 from audit.formats.pulsar.entry import EntryGap, decode_entry_line, dump_lines, line_source
+from audit.formats.pulsar.message_ttl import MESSAGE_TTL_KEY, NAMESPACE_MESSAGE_TTL_KEY, decode_message_ttl
 from audit.formats.pulsar.read_instant import READ_SUFFIX, REREAD_BODY, REREADS, decode_read_instant
 from audit.formats.pulsar.repl_status import decode_replicated_status
 from audit.formats.pulsar.stats import decode_topic_stats
@@ -30,13 +31,15 @@ SYSTEM = "pulsar"
 TOPICS, LEDGERS, CURSORS, ENTRIES, GAPS, REPLICATION, SUBSCRIPTIONS, BROKERS, QUARANTINE = (
     "pulsar_topics", "pulsar_ledgers", "pulsar_cursors", "pulsar_entries", "pulsar_entry_gaps",
     "pulsar_replication", "pulsar_subscriptions", "pulsar_brokers", "quarantine")
-DUMP_WINDOW, SUB_STATUS, READ_INSTANT = "_dump_window", "_subscription_status", "_read_instant"  # partial rows
+DUMP_WINDOW, SUB_STATUS, READ_INSTANT, TTL = ("_dump_window", "_subscription_status", "_read_instant",
+                                             "_message_ttl")  # partial rows
 PRIMARY = 0   # the `read` of the collection's own stats-internal.json; rereads carry their pass number
 METADATA_HEADERS = "metadata_headers"  # an entry row's extra column (see above), dropped by normalize
 # payload_kind values in quarantine
 STATS_INTERNAL, STATS, REPL_STATUS, DUMP_CHUNK, DUMP_JSON, COLLECTION, BROKER_VERSION, UNKNOWN = (
     "stats-internal", "stats", "replicated-status", "dump-chunk", "dump-window", "collection", "broker-version",
     "unknown")
+MESSAGE_TTL, NAMESPACE_MESSAGE_TTL = "message-ttl", "namespace-message-ttl"
 REREAD, READ = "reread", "read-instant"
 BROKER_VERSION_FILE = "broker-version.txt"  # the collector's key (collector.py BROKER_VERSION_KEY)
 _CHUNK = re.compile(r"(\d+)-(\d+)\.jsonl")
@@ -71,6 +74,10 @@ def classify(source_key: str) -> tuple[str, str | None, str, list[str]] | None:
         kind = STATS
     elif below == ["dump.json"]:
         kind = DUMP_JSON
+    elif below == [MESSAGE_TTL_KEY]:
+        kind = MESSAGE_TTL
+    elif below == [NAMESPACE_MESSAGE_TTL_KEY]:
+        kind = NAMESPACE_MESSAGE_TTL
     elif len(below) == 3 and below[0] == "subscriptions" and below[2] == "replicated-status.json":
         kind = REPL_STATUS
     elif len(below) == 3 and below[0] == "dump" and below[2].endswith(".jsonl"):
@@ -190,8 +197,18 @@ def _dump_window(cluster: str, topic: str, below: list[str], key: str, data: byt
                         "dump_complete": w.complete, "source_key": key}
 
 
+def _message_ttl(cluster: str, topic: str, below: list[str], key: str, data: bytes) -> Iterator[Row]:
+    """The broker's applied TTL of the topic, or (a broker without that GET) its namespace's own setting; an
+    answer that sets none gives no row (the audit then takes the estate's)."""
+    ttl = decode_message_ttl(data, key)
+    if ttl is not None:
+        column = "message_ttl_s" if below == [MESSAGE_TTL_KEY] else "namespace_message_ttl_s"
+        yield TTL, {"cluster": cluster, "topic": topic, column: ttl, "source_key": key}
+
+
 _DECODERS = {STATS_INTERNAL: _stats_internal, STATS: _stats, REPL_STATUS: _repl_status, DUMP_JSON: _dump_window,
-             BROKER_VERSION: _broker_version, REREAD: _reread, READ: _read_instant}
+             BROKER_VERSION: _broker_version, REREAD: _reread, READ: _read_instant, MESSAGE_TTL: _message_ttl,
+             NAMESPACE_MESSAGE_TTL: _message_ttl}
 
 
 def _entry_row(cluster: str, topic: str, key: str, rec) -> dict:

@@ -2,7 +2,7 @@
 
 Every raw file (dump chunks included, 1e5+ lines per topic) is decoded in the executors by
 audit/transforms/pulsar/decode.py's decode_file inside mapInArrow; the driver only lists files. Partial rows are joined
-here: topics = stats-internal + dump.json, subscriptions = stats (flags and consumption evidence) +
+here: topics = stats-internal + dump.json (+ the collected message TTL), subscriptions = stats (flags and consumption evidence) +
 replicatedSubscriptionStatus, cursors = every read of them (the collection's stats-internal.json and the rereads) +
 the instant of that read (its `.read.json`), and a cursor is `replicated` by its property or by its subscription's
 `isReplicated` in stats.
@@ -28,7 +28,8 @@ CLUSTER_POSITION = struct(("cluster", S), ("ledger_id", L), ("entry_id", L))
 TOPICS = struct(("cluster", S), ("topic", S), ("state", S), ("last_confirmed_ledger", L),
                  ("last_confirmed_entry", L), ("number_of_entries", L), ("dump_from_ledger", L),
                  ("dump_from_entry", L), ("dump_to_ledger", L), ("dump_to_entry", L), ("dump_complete", B),
-                 ("source_key", S))
+                 # message-ttl.json (the applied TTL) / namespace-message-ttl.json (a broker without that GET)
+                 ("message_ttl_s", L), ("namespace_message_ttl_s", L), ("source_key", S))
 LEDGERS = struct(("cluster", S), ("topic", S), ("ledger_id", L), ("entries", L), ("size", L), ("is_open", B))
 CURSORS = struct(("cluster", S), ("topic", S), ("cursor", S), ("kind", S), ("remote_cluster", S),
                   ("replicated", B), ("mark_delete_ledger", L), ("mark_delete_entry", L), ("read_ledger", L),
@@ -130,9 +131,12 @@ def normalize(spark: SparkSession, raw_dir: str) -> Cached:
     window_cols = ["dump_from_ledger", "dump_from_entry", "dump_to_ledger", "dump_to_entry", "dump_complete"]
     topic_cols = ["state", "last_confirmed_ledger", "last_confirmed_entry", "number_of_entries"]
     windows = part(rows.DUMP_WINDOW, keys + window_cols + ["source_key"])
+    ttl_cols = ["message_ttl_s", "namespace_message_ttl_s"]
+    ttls = part(rows.TTL, keys + ttl_cols).groupBy(*keys).agg(*(F.max(c).alias(c) for c in ttl_cols))
     topics = (part(rows.TOPICS, keys + topic_cols + ["source_key"]).withColumnRenamed("source_key", "_k1")
               .join(windows.withColumnRenamed("source_key", "_k2"), keys, "full")
-              .withColumn("source_key", F.coalesce("_k1", "_k2")))  # stats-internal's key when there is one
+              .withColumn("source_key", F.coalesce("_k1", "_k2"))  # stats-internal's key when there is one
+              .join(ttls, keys, "left"))   # a TTL alone makes no topic: nothing to judge by it
     sub_keys = keys + ["subscription"]
     usage = ["consumers", "msg_out_counter", "last_consumed_ms", "consumed_here"]  # null: no stats entry
     subscriptions = (part(rows.SUBSCRIPTIONS, sub_keys + ["is_replicated", "is_durable"] + usage + ["source_key"])

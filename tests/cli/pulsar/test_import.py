@@ -82,7 +82,7 @@ def test_lab_evidence_imported_kind_by_kind_and_as_folders_audits_the_same(lab, 
     # east kind by kind, as pulsar-admin outputs and the collector's dump files
     for topic, folder in _topics(raw / "east").items():
         for kind, name in (("stats-internal", "stats-internal.json"), ("stats", "stats.json"),
-                           ("dump-window", "dump.json")):
+                           ("dump-window", "dump.json"), ("message-ttl", "message-ttl.json")):
             assert _import(estate, "imp", "east", kind, "--topic", topic, folder / name) == EXIT_CLEAN
         for status in sorted(folder.glob("subscriptions/*/replicated-status.json")):
             assert _import(estate, "imp", "east", "replicated-status", "--topic", topic, "--subscription",
@@ -205,6 +205,8 @@ def test_invalid_files_are_refused_naming_file_field_and_expectation_and_nothing
                               "field cluster: expected 'east'"),
         "broker-version": ([], "version.txt", b"<html><title>404 Not Found</title></html>",
                            "field body: expected a broker version such as 3.0.12"),
+        "message-ttl": ([], "ttl.json", b'{"reason": "Topic not found"}', "field body: expected messageTTLInSeconds"),
+        "namespace-message-ttl": ([], "ns-ttl.json", b"-1", "field body: expected messageTTLInSeconds"),
     }
     for kind, (flags, name, data, why) in cases.items():
         (bad / name).write_bytes(data)
@@ -283,9 +285,11 @@ def test_a_collected_and_reread_cluster_folder_is_imported_and_bad_instants_are_
     (folder / "rereads" / "1" / "stats-internal.json").write_text('{"lastConfirmedEntry": "1:2", "ledgers": []}')
     (folder / "rereads" / "1" / "stats-internal.json.read.json").write_text('{"requested_at_ms": "soon"}')
     (folder / "dump.json.read.json").write_text('{"requested_at_ms": 1, "answered_at_ms": 2}')
+    (folder / "namespace-message-ttl.json").write_bytes(b"")   # 204 No Content: the namespace sets none
+    (folder / "namespace-message-ttl.json.read.json").write_text('{"requested_at_ms": 1, "answered_at_ms": 2}')
     assert _import(estate, "bad", "east", "topic-folder", "--topic", TOPIC, folder) == EXIT_INCOMPLETE
     out = json.loads(capsys.readouterr().out)
-    assert out["stored"] == 1   # stats-internal.json only
+    assert out["stored"] == 3   # stats-internal.json and the namespace TTL with its instant
     reasons = {Path(r["file"]).relative_to(folder).as_posix(): r["reason"] for r in out["rejected"]}
     assert sorted(reasons) == ["dump.json.read.json", "rereads/0/stats-internal.json", "rereads/1/stats-internal.json",
                                "rereads/1/stats-internal.json.read.json", "stats-internal.json.read.json"]

@@ -35,6 +35,7 @@ OCTET = "application/octet-stream"
 JSON = "application/json"
 _TOPIC = re.compile(r"^/admin/v2/persistent/([^/]+)/([^/]+)/([^/]+)(/.*)?$")
 _NAMESPACE = re.compile(r"^/admin/v2/persistent/([^/]+)/([^/]+)(/partitioned)?$")
+_NAMESPACE_TTL = re.compile(r"^/admin/v2/namespaces/([^/]+)/([^/]+)/messageTTL$")
 _ENTRY = re.compile(r"^/ledger/(\d+)/entry/(\d+)$")
 
 
@@ -99,6 +100,7 @@ class FakeTopic:
     entries: dict[tuple[int, int], Answer] = field(default_factory=dict)
     deleted_ledgers: set[int] = field(default_factory=set)
     partitions: int = 0
+    message_ttl: Answer = field(default_factory=lambda: Answer(200, b"0"))   # GET .../messageTTL?applied=true
 
     def cursors(self) -> tuple[dict, dict]:
         """The served stats-internal, parsed, and its `cursors` object (edited in place by the repair calls)."""
@@ -130,6 +132,7 @@ class FakePulsarAdmin:
         self.broker_version = b"3.0.12"   # BrokersBase#version: bare text under a JSON Content-Type
         self.namespaces: dict[str, list[str]] = {}  # "t/ns" -> persistent topic list
         self.partitioned: dict[str, list[str]] = {}  # "t/ns" -> partitioned parents
+        self.namespace_ttl: dict[str, Answer] = {}  # "t/ns" -> GET /admin/v2/namespaces/{t}/{ns}/messageTTL
         self.topics: dict[str, FakeTopic] = {}  # "t/ns/local" -> topic
         self.requests: list[str] = []
         self.posts: list[dict] = []   # {"path", "body" (bytes), "authorization"} of every POST
@@ -238,6 +241,9 @@ class FakePulsarAdmin:
             return scripted
         if path == "/admin/v2/brokers/version":
             return Answer(200, self.broker_version)
+        m = _NAMESPACE_TTL.match(path)
+        if m:
+            return self.namespace_ttl.get(f"{unquote(m[1])}/{unquote(m[2])}", reason(404, "Namespace does not exist"))
         m = _NAMESPACE.match(path)
         if m:
             ns = f"{unquote(m[1])}/{unquote(m[2])}"
@@ -254,6 +260,8 @@ class FakePulsarAdmin:
             return topic.stats_internal
         if rest == "/stats":
             return topic.stats
+        if rest == "/messageTTL":
+            return topic.message_ttl
         sub = re.fullmatch(r"/subscription/([^/]+)/replicatedSubscriptionStatus", rest)
         if sub:
             return topic.replicated_status.get(unquote(sub[1]), reason(404, "Subscription not found"))

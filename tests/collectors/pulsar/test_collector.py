@@ -71,10 +71,11 @@ def test_full_collection_raw_keys_and_bytes(fake, tmp_path):
     got = files(tmp_path)
     partition_keys = [f"topics/acme/orders/payments-partition-{i}/{k}" for i in range(2) for k in
                       ["dump.json", "dump/0/0-1.jsonl", "dump/0/2-3.jsonl", "dump/0/4-5.jsonl", "dump/0/6-7.jsonl",
-                       "dump/0/8-8.jsonl", "stats-internal.json", "stats-internal.json.read.json", "stats.json",
-                       "stats.json.read.json"]]
+                       "dump/0/8-8.jsonl", "message-ttl.json", "message-ttl.json.read.json", "stats-internal.json",
+                       "stats-internal.json.read.json", "stats.json", "stats.json.read.json"]]
     assert sorted(got) == sorted(["broker-version.txt", "collection.json"] + [ORDERS + k for k in [
         "dump.json", "dump/10/2-3.jsonl", "dump/10/4-4.jsonl", "dump/12/0-1.jsonl", "dump/12/2-3.jsonl",
+        "message-ttl.json", "message-ttl.json.read.json",
         "stats-internal.json", "stats-internal.json.read.json", "stats.json", "stats.json.read.json",
         "subscriptions/audit%2Fsub%201/replicated-status.json",
         "subscriptions/audit%2Fsub%201/replicated-status.json.read.json",
@@ -85,6 +86,9 @@ def test_full_collection_raw_keys_and_bytes(fake, tmp_path):
     assert got[ORDERS + "stats.json.read.json"] == encode_read_instant(base + "/stats", 1002, 1003)
     assert got[ORDERS + "subscriptions/audit%2Fsub%201/replicated-status.json.read.json"] == encode_read_instant(
         base + "/subscription/audit%2Fsub%201/replicatedSubscriptionStatus", 1004, 1005)
+    assert got[ORDERS + "message-ttl.json"] == b"0"   # the applied TTL, as the broker sent it
+    assert got[ORDERS + "message-ttl.json.read.json"] == encode_read_instant(base + "/messageTTL?applied=true",
+                                                                              1008, 1009)
     assert got["broker-version.txt"] == b"3.0.12"   # as the broker sent it: bare text, once per cluster
     assert fake.paths(r"^/admin/v2/brokers/version$") == ["/admin/v2/brokers/version"]
     assert got[ORDERS + "stats-internal.json"] == ORDERS_STATS_INTERNAL
@@ -112,13 +116,13 @@ def test_full_collection_raw_keys_and_bytes(fake, tmp_path):
         "ledgers": [{"ledger_id": 10, "entries": 3}, {"ledger_id": 12, "entries": 4}],
         "entries_expected": 7, "entries_read": 7, "entries_failed": 0, "entries_not_fetched": 0,
         "complete": True, "reason": "every position in the window was read",
-        "read_started_at_ms": 1008, "read_finished_at_ms": 1015}   # 4 chunks, one tick before and after each
+        "read_started_at_ms": 1010, "read_finished_at_ms": 1017}   # 4 chunks, one tick before and after each
     assert report.gaps == []
     assert report.counts == {
-        "topics_discovered": 3, "topics_collected": 3, "topics_dumped": 3, "keys_stored": 9, "entries_read": 25,
+        "topics_discovered": 3, "topics_collected": 3, "topics_dumped": 3, "keys_stored": 12, "entries_read": 25,
         "entries_failed": 0, "entries_not_fetched": 0, "entries_from_reader": 0, "chunks_written": 14,
-        "chunks_resumed": 0, "http_requests": 37, "http_retries": 0}
-    assert len(fake.requests) == 37 and fake.unauthorized == []
+        "chunks_resumed": 0, "http_requests": 40, "http_retries": 0}
+    assert len(fake.requests) == 40 and fake.unauthorized == []
     assert got["collection.json"] == report.to_json().encode()
 
 

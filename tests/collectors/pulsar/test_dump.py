@@ -78,7 +78,8 @@ def test_resume_skips_what_an_interrupted_attempt_stored(fake, tmp_path):
         run(fake, root, sink=CrashingSink(root, ORDERS + "dump/12/0-1.jsonl"),
             collector=PulsarCollector(sleep=lambda s: None, now_ms=itertools.count(1000).__next__))
     assert sorted(files(root)) == ["broker-version.txt"] + [ORDERS + k for k in (
-        "dump/10/2-3.jsonl", "dump/10/4-4.jsonl", "stats-internal.json", "stats-internal.json.read.json",
+        "dump/10/2-3.jsonl", "dump/10/4-4.jsonl", "message-ttl.json", "message-ttl.json.read.json",
+        "stats-internal.json", "stats-internal.json.read.json",
         "stats.json", "stats.json.read.json", "subscriptions/audit%2Fsub%201/replicated-status.json",
         "subscriptions/audit%2Fsub%201/replicated-status.json.read.json",
         "subscriptions/orders-sub/replicated-status.json", "subscriptions/orders-sub/replicated-status.json.read.json")]
@@ -88,7 +89,7 @@ def test_resume_skips_what_an_interrupted_attempt_stored(fake, tmp_path):
     orders_paths = [p for p in fake.requests if "/orders/orders/" in p]
     assert sorted(orders_paths) == [ORDERS_ENTRY + f"12/entry/{e}" for e in range(4)]  # nothing stored is asked again
     assert (report.counts["keys_resumed"], report.counts["chunks_resumed"], report.counts["chunks_written"]) == (
-        5, 2, 12)   # the broker version and the orders topic's four files
+        6, 2, 12)   # the broker version and the orders topic's five files
     assert report.counts["entries_read"] == fresh.counts["entries_read"] == 25
     stored = files(root)
     assert _timeless(stored) == _timeless(files(tmp_path / "fresh"))  # as if never interrupted

@@ -99,3 +99,30 @@ def test_injected_entry_errors_and_unknown_cluster(world):
     with pytest.raises(UnknownLabCluster, match="north"):
         with serve_pulsar_admin(world, "north"):
             pass
+
+
+@pytest.mark.parametrize("version,topic_level,applied,namespace,unset", [
+    # broker version: (status, body) of GET .../{topic}/messageTTL, of ...?applied=true, of the namespace's, and
+    # of a namespace without a TTL
+    ("3.0.12", (204, b""), (200, b"20"), (200, b"20"), (204, b"")),   # topic policies on by default since 2.11
+    ("2.10.0", (405, None), (405, None), (200, b"20"), (204, b"")),   # topicLevelPoliciesEnabled=false: 405
+    ("2.6.4", (404, None), (404, None), (200, b"20"), (200, b"0")),   # no such resource: Jetty's page; int TTL
+])
+def test_message_ttl_endpoints_by_broker_version(version, topic_level, applied, namespace, unset):
+    world, _ = lab_world({"seed": 7, "scenarios": ["healthy", "message-ttl"], "message_ttl_s": {"lab/geo-ttl": 20},
+                          "broker_versions": {"east": version}}, AS_OF)
+    ttl_topic = "/admin/v2/persistent/lab/geo-ttl/orders-expiring/messageTTL"
+    with serve_pulsar_admin(world, "east") as url:
+        for path, (status, body) in ((ttl_topic, topic_level), (ttl_topic + "?applied=true", applied),
+                                     ("/admin/v2/namespaces/lab/geo-ttl/messageTTL", namespace)):
+            r = requests.get(url + path, timeout=5)
+            assert r.status_code == status, path
+            if body is not None:
+                assert r.content == body, path
+            elif status == 404:
+                assert r.headers["Content-Type"].startswith("text/html")
+            else:
+                assert "Topic level policies is disabled" in r.json()["reason"]
+        r = requests.get(f"{url}/admin/v2/namespaces/lab/geo/messageTTL", timeout=5)   # no TTL there
+        assert (r.status_code, r.content) == unset
+        assert requests.get(f"{url}/admin/v2/namespaces/lab/nope/messageTTL", timeout=5).status_code == 404

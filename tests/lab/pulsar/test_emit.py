@@ -182,11 +182,12 @@ def _instants(payloads):
 def test_every_admin_body_has_its_read_instant_before_as_of(raw):
     for cluster, payloads in raw.items():
         instants = _instants(payloads)
-        bodies = [k for k in payloads if k.endswith(("stats-internal.json", "stats.json", "replicated-status.json"))]
+        bodies = [k for k in payloads if k.endswith(("stats-internal.json", "stats.json", "replicated-status.json",
+                                                     "message-ttl.json"))]
         assert sorted(instants) == sorted(bodies)
         for key, at in instants.items():
             assert at.requested_at_ms <= at.answered_at_ms < AS_OF, key
-            assert at.url.startswith(f"lab://{cluster}/admin/v2/persistent/")
+            assert at.url.startswith(f"lab://{cluster}/admin/v2/persistent/")   # 3.0.12: the topic's applied TTL
         for key in (k for k in payloads if k.endswith("/dump.json")):
             doc, folder = json.loads(payloads[key]), key[:-len("/dump.json")]
             stats = instants[f"{folder}/stats.json"]

@@ -79,6 +79,13 @@ def _raw(root: Path) -> Path:
                                replicated_from="west", properties={"__MSG_PROP_REPL_SOURCE_POSITION": "30:5"}))
     # a position of a different topic filed under orders (ledger 77 is not one of orders' ledgers)
     _write(raw, o + "dump/77/0-0.jsonl", encode_entry_line(77, 0, b"z", producer_name="p-east", sequence_id=9))
+    # the message TTL: the applied one, a namespace's from a broker without that GET, one that sets none, and one
+    # of a topic nothing else was collected for (no topic row of its own)
+    _write(raw, o + "message-ttl.json", b"60")
+    _write(raw, o + "message-ttl.json.read.json", encode_read_instant("http://b/messageTTL?applied=true", T0, T0 + 2))
+    _write(raw, "pulsar/east/topics/t/ns/txlog/namespace-message-ttl.json", b"30")
+    _write(raw, "pulsar/east/topics/t/ns/legacy/namespace-message-ttl.json", b"")
+    _write(raw, "pulsar/east/topics/t/ns/ttl-only/message-ttl.json", b"5")
     _write(raw, "pulsar/east/topics/t/ns/txlog/stats-internal.json",
            (REAL / "pulsar-stats-internal-01.json").read_bytes())
     _write(raw, "pulsar/east/topics/t/ns/txlog/stats.json", (REAL / "pulsar-stats-replication-07.json").read_bytes())
@@ -116,9 +123,10 @@ def _rows(path) -> list[dict]:
 def test_topics(out):
     got = {(r["cluster"], r["topic"]): tuple(r[c] for c in T.TOPICS.fieldNames()[2:]) for r in out[1]["pulsar_topics"]}
     assert got == {
-        ("east", ORDERS): ("LedgerOpened", 8, 2, 8, 5, 1, 8, 2, False, E + "orders/stats-internal.json"),
-        ("east", "persistent://t/ns/txlog"): ("LedgerOpened", 13, 2, 3, *[None] * 5, E + "txlog/stats-internal.json"),
-        ("east", "persistent://t/ns/legacy"): ("LedgerOpened", 0, 8, 9, *[None] * 5, E + "legacy/stats-internal.json")}
+        ("east", ORDERS): ("LedgerOpened", 8, 2, 8, 5, 1, 8, 2, False, 60, None, E + "orders/stats-internal.json"),
+        ("east", "persistent://t/ns/txlog"): ("LedgerOpened", 13, 2, 3, *[None] * 5, None, 30,
+                                              E + "txlog/stats-internal.json"),
+        ("east", "persistent://t/ns/legacy"): ("LedgerOpened", 0, 8, 9, *[None] * 7, E + "legacy/stats-internal.json")}
 
 
 def test_ledgers_take_open_counts_from_current_ledger(out):
