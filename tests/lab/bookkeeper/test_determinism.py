@@ -9,7 +9,8 @@ import pytest
 
 from audit.domain.bookkeeper.model import CLOSED
 from audit.lab.bookkeeper import build_lab, emit
-from tests.lab.pulsar.payload_oracle import replica_bands, DictSink, read_snapshot, replica_counts
+from tests.lab.bookkeeper.payload_oracle import replica_bands, read_snapshot, replica_counts
+from tests.lab.sinks import DictSink
 
 AS_OF = 1_760_000_000_000
 

@@ -1,5 +1,5 @@
 """The default lab: every injected fault shows up in the emitted payloads exactly as the ground truth claims,
-checked by decoding those payloads and counting entry by entry (tests/lab/pulsar/payload_oracle.py)."""
+checked by decoding those payloads and counting entry by entry (tests/lab/bookkeeper/payload_oracle.py)."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,8 @@ import pytest
 from audit.domain.bookkeeper.model import CLOSED, OPEN
 from audit.formats.bookkeeper import ledger_metadata
 from audit.lab.bookkeeper import build_lab, emit
-from tests.lab.pulsar.payload_oracle import replica_bands, DictSink, expected_on, read_snapshot, replica_counts
+from tests.lab.bookkeeper.payload_oracle import replica_bands, expected_on, read_snapshot, replica_counts
+from tests.lab.sinks import DictSink
 
 AS_OF = 1_760_000_000_000
 

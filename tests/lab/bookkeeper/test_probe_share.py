@@ -8,7 +8,8 @@ from audit.domain.bookkeeper.model import CLOSED
 from audit.domain.bookkeeper.verification import iter_ledger_probes
 from audit.lab.bookkeeper import build_lab, emit
 from audit.lab.bookkeeper.truth import ground_truth
-from tests.lab.pulsar.payload_oracle import DictSink, expected_on, read_snapshot, replica_bands, replica_counts
+from tests.lab.bookkeeper.payload_oracle import expected_on, read_snapshot, replica_bands, replica_counts
+from tests.lab.sinks import DictSink
 
 AS_OF = 1_760_000_000_000
 COUNT_CHECKS = ("bk.entries_lost", "bk.entries_below_ack_quorum", "bk.entries_below_write_quorum")

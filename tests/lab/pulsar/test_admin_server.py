@@ -11,7 +11,7 @@ from audit.collectors.pulsar.admin_client import AdminClient, RetryPolicy
 from audit.lab.pulsar.admin_server import serve_pulsar_admin
 from audit.lab.pulsar.emit import emit_cluster, headers_dict
 from audit.lab.pulsar.runner import UnknownLabCluster, lab_world
-from tests.lab.pulsar.payload_oracle import DictSink
+from tests.lab.sinks import DictSink
 
 AS_OF = 1_760_000_000_000
 TOPIC = "/admin/v2/persistent/lab/geo/orders-healthy"

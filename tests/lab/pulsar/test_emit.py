@@ -23,7 +23,7 @@ from audit.lab.pulsar.emit import emit_cluster
 from audit.lab.pulsar.runner import UnknownLabCluster, lab_world, reread
 from audit.lab.pulsar.runner import collect as collect_lab_pulsar_cluster
 from audit.lab.pulsar.world import build_world
-from tests.lab.pulsar.payload_oracle import DictSink
+from tests.lab.sinks import DictSink
 
 AS_OF = 1_760_000_000_000
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "real"

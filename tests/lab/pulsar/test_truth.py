@@ -17,7 +17,7 @@ from audit.lab.pulsar.truth import world_truth
 from audit.lab.pulsar.world import build_world
 from tests.lab.pulsar.failover_oracle import failover as oracle_failover
 from tests.lab.pulsar.failover_oracle import load
-from tests.lab.pulsar.payload_oracle import DictSink
+from tests.lab.sinks import DictSink
 
 AS_OF = 1_760_000_000_000
 GEO = "persistent://lab/geo/"

@@ -10,12 +10,6 @@ from audit.domain.bookkeeper.model import CLOSED, LedgerMetadata
 from audit.formats.bookkeeper import availability, ledger_metadata, protocol
 
 
-class DictSink(dict):
-    def put(self, relative_key: str, data: bytes) -> None:
-        assert relative_key not in self, f"{relative_key} written twice"
-        self[relative_key] = data
-
-
 @dataclass
 class Snapshot:
     metadata: dict[int, LedgerMetadata] = field(default_factory=dict)
