@@ -113,6 +113,12 @@ class BookKeeperLab:
         """{ledger id: entry ids ascending} of every ledger the bookie stores something of."""
         return {lid: sorted(held) for lid, held in sorted(self.state.cluster.store[bookie].items()) if held}
 
+    def index_holdings(self, bookie: str) -> dict[int, list[int]]:
+        """holdings() as the bookie's location index has them: without what its write cache has not flushed."""
+        unflushed = self.state.unflushed.get(bookie, {})
+        return {lid: kept for lid, held in self.holdings(bookie).items()
+                if (kept := [e for e in held if e not in unflushed.get(lid, ())])}
+
     def reachable(self, bookie: str) -> bool:
         """Whether the bookie answers at the snapshot (crashed or unreachable ones do not)."""
         if bookie not in self.state.cluster.store:
@@ -122,10 +128,12 @@ class BookKeeperLab:
     def bookie_lists(self) -> dict[str, list[str]]:
         return bookie_lists(self.state)
 
-    def ground_truth(self, znode_ctimes: dict[int, int] | None = None) -> dict[str, Any]:
-        """`znode_ctimes`: the znodes' ctimes as a real ZooKeeper stamped them when the lab was loaded into it."""
-        if znode_ctimes is not None:
-            return ground_truth(self.state, self.cluster, znode_ctimes)
+    def ground_truth(self, znode_ctimes: dict[int, int] | None = None, znode_mtimes: dict[int, int] | None = None,
+                     index_reads: dict[str, int] | None = None) -> dict[str, Any]:
+        """`znode_ctimes`/`znode_mtimes`: the znodes' times as a real ZooKeeper stamped them when the lab was loaded
+        into it; `index_reads`: {bookie: read_at_ms} of the location indexes the collector read then."""
+        if znode_ctimes is not None or znode_mtimes is not None or index_reads is not None:
+            return ground_truth(self.state, self.cluster, znode_ctimes, znode_mtimes, index_reads)
         if self._truth is None:
             self._truth = ground_truth(self.state, self.cluster)
         return self._truth

@@ -49,7 +49,7 @@ def _location_index(lab, bookie: str, sink) -> None:
     from audit.collectors.bookkeeper.location_index import read_location_index
     from audit.lab.bookkeeper.location_db import write_location_index
 
-    held = lab.holdings(bookie)
+    held = lab.index_holdings(bookie)   # the write cache's recent entries are not in the index yet
     with tempfile.TemporaryDirectory(prefix="lab-bookie-") as ledger_dir:
         write_location_index(ledger_dir, held)  # a bookie holding nothing still has its (empty) index
         report = read_location_index(bookie, [ledger_dir], _AsOnTheHost(sink, ledger_dir, lab.as_of_ms),

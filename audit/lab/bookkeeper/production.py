@@ -21,7 +21,7 @@ from audit.domain.bookkeeper.model import CLOSED, LedgerMetadata, Segment
 from audit.lab.bookkeeper.sim import Cluster, LedgerWriter
 
 TAIL_GROWTH_ADDS = 5        # adds an OPEN ledger's writer makes while the cluster is being collected
-RETENTION_SHARE = 13         # one healthy CLOSED ledger id in 13 is deleted by retention during collection
+RETENTION_SHARE = 13         # one healthy CLOSED ledger in 13 is deleted by retention during collection
 CTIME_STORING_SHARE = 5     # one ledger id in 5 comes from a client that sets storeSystemTimeAsLedgerCreationTime
 
 
@@ -84,9 +84,10 @@ def _copy_fragment(cluster: Cluster, lid: int, md: LedgerMetadata, ensemble: lis
 
 
 def retention_deletes(cluster: Cluster, metadata: dict[int, LedgerMetadata], roles: dict[int, set[str]]) -> set[int]:
-    """Healthy CLOSED ledgers that retention deletes during collection; every bookie's copy is garbage collected."""
-    deleted = {lid for lid, md in metadata.items()
-               if md.state == CLOSED and not roles[lid] and lid % RETENTION_SHARE == 0}
+    """Healthy CLOSED ledgers that retention deletes during collection; every bookie's copy is garbage collected.
+    Picked by position, oldest first (ids grow with creation), so extra fault ledgers shifting ids never leave none."""
+    healthy = sorted(lid for lid, md in metadata.items() if md.state == CLOSED and not roles[lid])
+    deleted = set(healthy[::RETENTION_SHARE])
     for lid in deleted:
         for bookie in cluster.bookies:
             cluster.drop_ledger(bookie, lid)

@@ -5,6 +5,7 @@ its znodes into that (real) ZooKeeper, serves its bookies over the bookie protoc
 real collector against both, so the whole collection path is exercised."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from audit.collectors.base import CollectionReport
@@ -41,7 +42,7 @@ def _collect_through_zookeeper(lab, cluster, sink, secrets):
     from audit.lab.bookkeeper.config import LOCATION_INDEX
     from audit.lab.bookkeeper.evidence import LIST_PROBE_TIMEOUT_S
     from audit.lab.bookkeeper.location_db import write_location_index
-    from audit.lab.bookkeeper.zkload import delete_znodes, load_into_zookeeper, znode_ctimes
+    from audit.lab.bookkeeper.zkload import delete_znodes, load_into_zookeeper, znode_times
 
     zk = cluster.zookeeper
     load_into_zookeeper(lab, zk.hosts, zk.ledgers_root)
@@ -55,7 +56,7 @@ def _collect_through_zookeeper(lab, cluster, sink, secrets):
         for n, bookie in enumerate(lab.bookies):
             if lab.evidence(bookie) == LOCATION_INDEX and lab.reachable(bookie):
                 ledger_dir = f"{disks}/bookie-{n}/ledgers"
-                write_location_index(ledger_dir, lab.holdings(bookie))
+                write_location_index(ledger_dir, lab.index_holdings(bookie))
                 location_index[bookie] = [ledger_dir]
         # The lab's rack map reaches raw/ the way an estate's does: through the collector.
         real = replace(cluster, source="zookeeper", lab=None,
@@ -64,7 +65,27 @@ def _collect_through_zookeeper(lab, cluster, sink, secrets):
                        location_index={**location_index, **dict(cluster.location_index)},
                        read_probe_percent=lab.config.read_probe_percent,
                        list_probe_timeout_s=LIST_PROBE_TIMEOUT_S)
-        report = BookKeeperCollector().collect(real, sink, secrets)
+        recording = _IndexReads(sink)
+        report = BookKeeperCollector().collect(real, recording, secrets)
     # ZooKeeper stamped the znodes with its own clock when they were loaded: ledgers whose client stored no
-    # ctime are as old as that, which the ground truth must know to stay exact.
-    return report, lab.ground_truth(znode_ctimes=znode_ctimes(lab, zk.hosts, zk.ledgers_root))
+    # ctime are as old as that, and every znode was last written then (so read within the index's settle time),
+    # which the ground truth must know to stay exact.
+    times = znode_times(lab, zk.hosts, zk.ledgers_root)
+    return report, lab.ground_truth(znode_ctimes={lid: t[0] for lid, t in times.items()},
+                                    znode_mtimes={lid: t[1] for lid, t in times.items()},
+                                    index_reads=recording.read_at)
+
+
+class _IndexReads:
+    """Passes puts through and keeps each location index's read_at_ms (the collector reads on the wall clock)."""
+
+    def __init__(self, sink):
+        self.sink, self.read_at = sink, {}
+
+    def put(self, key: str, data: bytes) -> None:
+        if key.startswith("location-index/") and key.endswith("/inventory.json"):
+            self.read_at[key.split("/")[1]] = json.loads(data)["read_at_ms"]
+        self.sink.put(key, data)
+
+    def __getattr__(self, name):
+        return getattr(self.sink, name)

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.domain.bookkeeper.model import CLOSED, INVALID_ENTRY_ID, LedgerMetadata, Segment
-from audit.lab.bookkeeper.config import (BOOKIE_FAULTS, FaultSpec, LabConfig, LabConfigError, SOURCE, bookie_ids,
-                                         evidence_of, rack_of, storage_of)
+from audit.lab.bookkeeper.config import (BOOKIE_FAULTS, LOCATION_INDEX, FaultSpec, LabConfig, LabConfigError, SOURCE,
+                                         bookie_ids, evidence_of, rack_of, storage_of)
 from audit.lab.bookkeeper.production import (grow_tail, rereplicate, retention_deletes, stores_ctime,
                                              write_with_slow_bookie)
 from audit.lab.bookkeeper.sim import Cluster, LabError, LedgerWriter
@@ -26,6 +26,11 @@ DISK_LOSS_QUORUMS = [(2, 2, 2), (3, 3, 2), (3, 2, 2)]   # -> below Qa and Qw / b
 ADD_INTERVALS_MS = (5, 10, 20, 40)
 OPEN_TAIL = 3            # adds of a live OPEN ledger still in flight at the snapshot
 MIN_FAULT_ENTRIES = 12
+FLUSH_INTERVAL_MS = 10_000   # DbLedgerStorage flushInterval as shipped: the write cache reaches the index this late
+RECENT_ADDS_MS = 20_000      # a recently closed ledger's adds span its last ~20 s
+# Fault bookies usable again by the snapshot (back up, or only slow for one client): a recently closed ledger may
+# need one, since at the default shares few bookies have a location index.
+REUSABLE_FAULT_BOOKIES = ("ensemble_change", "slow_bookie")
 
 
 @dataclass
@@ -59,6 +64,8 @@ class LabState:
     tail_after_snapshot: dict[int, int] = field(default_factory=dict)
     # ledgers retention deletes after the metadata was read and before the bookies are asked (their data is gone)
     deleted_during_collection: set[int] = field(default_factory=set)
+    # location-index bookie -> ledger -> entries it holds that its write cache has not flushed to the index yet
+    unflushed: dict[str, dict[int, set[int]]] = field(default_factory=dict)
 
 
 def _weighted(rng: random.Random, table: list[tuple[Any, int]]) -> Any:
@@ -198,6 +205,16 @@ class _Planner:
                 start = at - rng.randint(10, 60) * MINUTE - n * dt
                 planned.append(self.add(kind, start, n, self.quorum(3), f, (bookie,), dt=dt))
             self.after.append((at + MINUTE, "rereplicate", f, planned))
+        elif kind == "recently_closed":
+            close = now - f["closed_s_ago"] * 1000
+            for _ in range(f["ledgers"]):
+                n = self.entries(MIN_FAULT_ENTRIES)
+                dt = max(1, RECENT_ADDS_MS // n)
+                start = close - n * dt    # closed_at = start + n * dt (run_scenario)
+                index, exclude = self._index_bookie(start, close)
+                plan = self.add(kind, start, n, self.quorum(3), f, index, dt=dt)
+                plan.exclude = exclude
+                planned.append(plan)
         elif kind == "placement_violation":
             for _ in range(f["ledgers"]):
                 n = self.entries(MIN_FAULT_ENTRIES)
@@ -207,6 +224,22 @@ class _Planner:
             raise LabError(f"fault kind {kind!r} has no plan")
         log["_plans"] = planned
         self.fault_log.append(log)
+
+    def _index_bookie(self, start: int, end: int) -> tuple[tuple[str, ...], frozenset[str]]:
+        """(a location-index bookie to pin, the bookies to keep out) for a recently closed ledger; free bookies first,
+        then fault bookies usable again. No pin when no index bookie fits."""
+        kinds = {f.index: f.kind for f in self.cfg.faults}
+        reusable = {b for i, b in self.special.items() if kinds[i] in REUSABLE_FAULT_BOOKIES}
+        exclude = frozenset(b for b in self.special.values() if b not in reusable)
+        fits = [b for b in self.cluster.bookies
+                if self.cluster.evidence.get(b) == LOCATION_INDEX and b not in exclude
+                and self.cluster.writable(b, start) and self.cluster.writable(b, end)
+                and self.cluster.answers(b, self.now)]
+        free = [b for b in fits if b not in reusable]
+        pool = free or fits
+        if not pool:
+            return (), exclude
+        return (self.rng.choice(pool),), exclude
 
     def healthy_plans(self) -> None:
         special = len(self.plans)
@@ -259,6 +292,7 @@ def run_scenario(cfg: LabConfig, as_of_ms: int) -> LabState:
         for plan in plans:
             _after_the_fact(state, plan, at, action, planner.special.get(f.index))
     _mark_bookie_roles(state, planner)
+    state.unflushed = _unflushed(state, planner.plans)
     state.deleted_during_collection = retention_deletes(state.cluster, state.metadata, state.roles)
     for log in planner.fault_log:
         log["ledgers"] = sorted(p.ledger_id for p in log.pop("_plans"))
@@ -326,6 +360,23 @@ def _race(w: LedgerWriter, in_flight: int, n: int, t) -> None:
     for e in range(last + 1, n):
         w.add(e, t(e))
     w.close()
+
+
+def _unflushed(state: LabState, plans: list[LedgerPlan]) -> dict[str, dict[int, set[int]]]:
+    """Entries of CLOSED ledgers added within the flush interval before the snapshot, per location-index bookie
+    holding them: in its journal and write cache, not yet in its index (entry e is added at start + e * dt)."""
+    c, cutoff = state.cluster, state.as_of_ms - FLUSH_INTERVAL_MS
+    out: dict[str, dict[int, set[int]]] = {}
+    for p in plans:
+        if state.metadata[p.ledger_id].state != CLOSED or p.start + (p.entries - 1) * p.dt <= cutoff:
+            continue
+        for b in c.bookies:
+            held = c.entries(b, p.ledger_id)
+            if c.evidence.get(b) == LOCATION_INDEX and held:
+                recent = {e for e in held if p.start + e * p.dt > cutoff}
+                if recent:
+                    out.setdefault(b, {})[p.ledger_id] = recent
+    return out
 
 
 def _after_the_fact(state: LabState, plan: LedgerPlan, at: int, action: str, bookie: str | None) -> None:

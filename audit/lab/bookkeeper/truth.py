@@ -17,6 +17,9 @@ set is seen without e while a bookie outside it, whose holdings the audit can se
 Each injected fault records what it hit (`hits`: per ledger and bookie the entries lost, how many the bookie's
 evidence sees, that evidence) and its `outcome`: "expected" (some lost entry is seen), "not_probed" (entries were
 lost, all on read-probe bookies and none probed) or "no_entries_lost".
+A location-index bookie whose index was read less than INDEX_SETTLE_MS after the ledger's last znode write (its
+mtime, or the stored ctime if later) may lack entries still in its write cache: for that ledger it counts as not
+answering (the audit's rule, thresholds.location_index_settle) and is listed under `unsettled_index`.
 Creation time is the stored ctime when the metadata has the field (a value <= 0 is unknown), else the znode's ctime
 for format v2/v3 (LedgerMetadataSerDe.parseVersion2/3Config, AbstractZkLedgerManager); v1 without one is unknown."""
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 
 from audit.domain.bookkeeper.model import CLOSED, LedgerMetadata
 from audit.domain.bookkeeper.verification import FULL_SHARE, iter_ledger_probes
-from audit.lab.bookkeeper.config import READ_PROBE
+from audit.lab.bookkeeper.config import LOCATION_INDEX, READ_PROBE
 from audit.lab.bookkeeper.scenario import LabState
 
 MIN_RACKS_PER_WRITE_QUORUM = 2   # the estate default (thresholds.min_racks_per_write_quorum)
@@ -34,6 +37,7 @@ COUNT_CHECKS = (("bk.entries_lost", "entries_lost", "no replica left"),
                 ("bk.entries_below_write_quorum", "entries_below_write_quorum",
                  "fewer replicas than the write quorum"))
 UNREACHABLE = "unreachable"
+INDEX_SETTLE_MS = 60_000         # the estate default (thresholds.location_index_settle)
 EXPECTED, NOT_PROBED, NO_ENTRIES_LOST = "expected", "not_probed", "no_entries_lost"
 
 
@@ -56,9 +60,12 @@ def creation_time(md: LedgerMetadata, znode_ctime: int | None) -> int | None:
     return znode_ctime if md.format_version >= 2 else None
 
 
-def ground_truth(state: LabState, cluster: str, znode_ctimes: dict[int, int] | None = None) -> dict[str, Any]:
-    """`znode_ctimes`: the ctimes a real ZooKeeper gave the znodes when the lab was loaded into one (it stamps
-    its own clock); by default the lab's (the znode was created with the ledger)."""
+def ground_truth(state: LabState, cluster: str, znode_ctimes: dict[int, int] | None = None,
+                 znode_mtimes: dict[int, int] | None = None, index_reads: dict[str, int] | None = None
+                 ) -> dict[str, Any]:
+    """`znode_ctimes`/`znode_mtimes`: the times a real ZooKeeper gave the znodes when the lab was loaded into one
+    (it stamps its own clock); by default the lab's. `index_reads`: {bookie: read_at_ms} of the location indexes
+    read then; by default the snapshot time."""
     c, at = state.cluster, state.as_of_ms
     lists = bookie_lists(state)
     registered = set(lists["available"]) | set(lists["readonly"])
@@ -70,6 +77,7 @@ def ground_truth(state: LabState, cluster: str, znode_ctimes: dict[int, int] | N
     not_probed: list[dict[str, Any]] = []
     hits: dict[int, list[dict[str, Any]]] = {}   # ledger id -> bookies that lost entries of it
     share = state.config.read_probe_percent
+    unsettled_rows: list[dict[str, Any]] = []
 
     def finding(check: str, lid: int, detail: str, **extra: Any) -> None:
         findings.append({"check": check, "cluster": cluster, "ledger_id": lid, **extra, "detail": detail,
@@ -80,6 +88,13 @@ def ground_truth(state: LabState, cluster: str, znode_ctimes: dict[int, int] | N
             continue   # gone before its bookies were asked: nothing to judge (the collector notes the deletion)
         md = state.metadata[lid]
         names = ensemble_bookies(md)
+        mtime = (znode_mtimes or {}).get(lid, state.znode_times[lid][1])
+        unsettled = _unsettled_index(state, md, names, mtime, index_reads)
+        if unsettled:
+            unsettled_rows.append({"cluster": cluster, "ledger_id": lid, "bookies": unsettled})
+
+        def answers(b: str, unsettled: list[str] = unsettled) -> bool:
+            return c.answers(b, at) and b not in unsettled
         for b in names:
             if not c.answers(b, at):
                 gaps.append({"cluster": cluster, "source": "bookie", "bookie": b, "ledger_id": lid,
@@ -106,7 +121,7 @@ def ground_truth(state: LabState, cluster: str, znode_ctimes: dict[int, int] | N
                 return c.entries(b, lid) or set()
 
             probes = _probe_sets(state, md, names, cluster)
-            counts, frags = _replica_counts(md, held, lambda b: c.answers(b, at), probes)
+            counts, frags = _replica_counts(md, held, answers, probes)
             counts["ledger_id"] = lid
             replicas.append(counts)
             per_bookie_lost: dict[str, list[int]] = {}
@@ -132,8 +147,7 @@ def ground_truth(state: LabState, cluster: str, znode_ctimes: dict[int, int] | N
                 if bands[key] > 0:
                     finding(check, lid, f"{bands[key]} of {counts['entries']} entries with {what} "
                             f"(Qw {md.write_quorum_size}, Qa {md.ack_quorum_size})", entry_count=bands[key])
-            per_bookie, misplaced = _outside(md, held, _stray_visible(state, names), lambda b: c.answers(b, at),
-                                             probes)
+            per_bookie, misplaced = _outside(md, held, _stray_visible(state, names) - set(unsettled), answers, probes)
             for b, n in sorted(per_bookie.items()):
                 outside_info.append({"cluster": cluster, "ledger_id": lid, "bookie": b, "entry_count": n})
             if misplaced:
@@ -151,6 +165,7 @@ def ground_truth(state: LabState, cluster: str, znode_ctimes: dict[int, int] | N
         "missing_fragments": fragments,
         "outside_ensemble": outside_info,
         "not_probed": not_probed,
+        "unsettled_index": unsettled_rows,   # not judged: index bookies read before the ledger settled
         "replicas": replicas,
         "read_probe_percent": share,
         "bookie_evidence": {b: c.evidence.get(b) for b in c.bookies},
@@ -161,6 +176,16 @@ def ground_truth(state: LabState, cluster: str, znode_ctimes: dict[int, int] | N
                     "findings_by_check": dict(sorted(by_check.items())),
                     "unavailable_bookies": sorted({g["bookie"] for g in gaps})},
     }
+
+
+def _unsettled_index(state: LabState, md: LedgerMetadata, names: list[str], mtime: int,
+                     index_reads: dict[str, int] | None) -> list[str]:
+    """Answering location-index bookies of the ensemble read less than INDEX_SETTLE_MS after the ledger's last
+    metadata write."""
+    c, at = state.cluster, state.as_of_ms
+    last = max(t for t in (mtime, md.ctime or 0, 1))
+    return [b for b in names if c.evidence.get(b) == LOCATION_INDEX and c.answers(b, at)
+            and last + INDEX_SETTLE_MS > (index_reads or {}).get(b, at)]
 
 
 def _probe_sets(state: LabState, md: LedgerMetadata, names: list[str], cluster: str) -> dict[str, set[int]]:

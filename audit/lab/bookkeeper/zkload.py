@@ -128,9 +128,9 @@ def delete_znodes(zk_hosts: str, ledgers_root: str, paths: list[str], timeout_s:
         client.close()
 
 
-def znode_ctimes(lab: BookKeeperLab, zk_hosts: str, ledgers_root: str = "/ledgers",
-                 timeout_s: float = 10.0) -> dict[int, int]:
-    """{ledger id: ctime} of the lab's ledger znodes as the ZooKeeper at `zk_hosts` stamped them."""
+def znode_times(lab: BookKeeperLab, zk_hosts: str, ledgers_root: str = "/ledgers",
+                timeout_s: float = 10.0) -> dict[int, tuple[int, int]]:
+    """{ledger id: (ctime, mtime)} of the lab's ledger znodes as the ZooKeeper at `zk_hosts` stamped them."""
     from kazoo.client import KazooClient
 
     client = KazooClient(hosts=zk_hosts, timeout=max(timeout_s, 10.0))
@@ -139,7 +139,7 @@ def znode_ctimes(lab: BookKeeperLab, zk_hosts: str, ledgers_root: str = "/ledger
         root = "/" + ledgers_root.strip("/")
         pending = {lid: client.exists_async(f"{root}/{lab.znode_path(lid)}") for lid in lab.ledger_ids}
         stats = {lid: result.get(timeout=timeout_s) for lid, result in pending.items()}
-        return {lid: stat.ctime for lid, stat in stats.items() if stat is not None}   # deleted ones have none
+        return {lid: (stat.ctime, stat.mtime) for lid, stat in stats.items() if stat is not None}   # deleted: none
     finally:
         client.stop()
         client.close()

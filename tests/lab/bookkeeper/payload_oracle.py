@@ -22,6 +22,7 @@ class Snapshot:
     probes: dict[tuple[str, int], dict] = field(default_factory=dict)    # read probes of (bookie, ledger)
     probe_bookies: dict[str, dict] = field(default_factory=dict)
     deleted: dict[int, LedgerMetadata] = field(default_factory=dict)     # deleted during collection: not judged
+    unsettled: set[tuple[str, int]] = field(default_factory=set)        # (index bookie, ledger) read too soon
 
 
 def read_snapshot(sink: dict[str, bytes]) -> Snapshot:
@@ -68,6 +69,7 @@ def read_snapshot(sink: dict[str, bytes]) -> Snapshot:
             raise AssertionError(f"unexpected key {key}")
     for lid in snap.deleted:
         snap.deleted[lid] = snap.metadata.pop(lid)
+    _unsettled_as_unavailable(snap)
     for lid, md in snap.metadata.items():
         for bookie in {b for seg in md.segments for b in seg.ensemble}:
             if bookie in snap.inventories and (bookie, lid) not in snap.answers:
@@ -78,6 +80,20 @@ def read_snapshot(sink: dict[str, bytes]) -> Snapshot:
                 absent = {e for ids in doc["absent"].values() for e in ids}
                 snap.answers[(bookie, lid)] = ("PROBED", expected_on(md, bookie) - absent)
     return snap
+
+
+SETTLE_MS = 60_000   # thresholds.location_index_settle as shipped
+
+
+def _unsettled_as_unavailable(snap: Snapshot) -> None:
+    """An index read less than a minute after the ledger's znode was last written (or its stored ctime) may lack
+    entries still in the bookie's write cache: that bookie is unavailable for the ledger, not missing entries."""
+    for lid, md in snap.metadata.items():
+        written = max(snap.stats[lid]["mtime"], md.ctime or 0)
+        for bookie in {b for seg in md.segments for b in seg.ensemble} & set(snap.inventories):
+            if written > snap.inventories[bookie]["read_at_ms"] - SETTLE_MS:
+                snap.errors[(bookie, lid)] = {"error": "unsettled"}
+                snap.unsettled.add((bookie, lid))
 
 
 def replica_counts(snap: Snapshot, lid: int) -> dict[str, int]:

@@ -286,7 +286,8 @@ def test_dbledgerstorage_bookies_never_answer_the_list_and_their_evidence_comes_
     evidence = {lab.evidence(b) for b in lab.bookies if kinds[b] == "DbLedgerStorage" and lab.reachable(b)}
     assert evidence == {"location_index", "read_probe"}
     for b, inventory in snap.inventories.items():
-        assert inventory["complete"] and inventory["entries"] == sum(map(len, lab.holdings(b).values()))
+        # what the index holds: a recently closed ledger's tail is still in the write cache
+        assert inventory["complete"] and inventory["entries"] == sum(map(len, lab.index_holdings(b).values()))
     assert snap.probe_bookies and all(doc["share_percent"] == 100 for doc in snap.probe_bookies.values())
 
 
