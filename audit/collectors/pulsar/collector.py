@@ -36,7 +36,7 @@ from audit.collectors.pulsar.reader import PulsarClientReaderSource, ReaderSourc
 from audit.collectors.pulsar.dump_window import plan_window, replicated_subscriptions
 from audit.config.pulsar import PulsarCluster
 from audit.config.secrets import SecretResolver
-from audit.domain.pulsar.snapshot_cache import parse_version
+from audit.domain.pulsar.snapshot_cache import version_tuple
 from audit.formats.errors import PayloadError
 from audit.formats.pulsar.broker_version import decode_broker_version
 from audit.formats.pulsar.message_ttl import MESSAGE_TTL_KEY, NAMESPACE_MESSAGE_TTL_KEY
@@ -185,10 +185,9 @@ def _broker_version(client: AdminClient, sink: RawSink, report: CollectionReport
 
 def _parsed_version(body: bytes | None) -> tuple[int, int, int] | None:
     try:
-        parsed = parse_version(decode_broker_version(body, BROKER_VERSION_KEY)) if body is not None else None
+        return version_tuple(decode_broker_version(body, BROKER_VERSION_KEY)) if body is not None else None
     except PayloadError:
         return None
-    return None if parsed is None else (parsed[0], parsed[1], parsed[2] or 0)
 
 
 def store_read_instant(sink: RawSink, key: str, url: str, requested_ms: int, answered_ms: int) -> None:

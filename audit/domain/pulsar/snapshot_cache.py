@@ -54,6 +54,12 @@ def parse_version(text: str) -> tuple[int, int, int | None] | None:
     return int(m.group(1)), int(m.group(2)), None if m.group(3) == "x" else int(m.group(3))
 
 
+def version_tuple(text: str) -> tuple[int, int, int] | None:
+    """parse_version with an `x` patch as 0, for comparing with a release (`(2, 8, 0)`); None when not a version."""
+    parsed = parse_version(text)
+    return None if parsed is None else (parsed[0], parsed[1], parsed[2] or 0)
+
+
 def broker_cache_model(version: str | None, size: int = DEFAULT_SIZE) -> CacheModel | None:
     """The cache rule of a broker version; None when the version does not say (unparseable, or `4.0.x` /
     `4.1.x`, lines that changed the rule at a patch release)."""

@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from audit.domain.bookkeeper.evidence import ENTRIES_OF_LEDGER, LOCATION_INDEX, READ_PROBE
+
 SOURCE = "lab config"
 DEFAULTS = {"seed": 1, "ledgers": 60, "bookies": 12, "racks": 3, "entries_per_ledger": 1000,
             "open_ledger_max_age_s": 6 * 3600, "db_ledger_storage_percent": 50,
@@ -181,9 +183,6 @@ def _picked(n: int, percent: int) -> bool:
 def storage_of(n: int, db_percent: int) -> str:
     """Bookie n's ledger storage."""
     return DB_LEDGER_STORAGE if _picked(n, db_percent) else SORTED_LEDGER_STORAGE
-
-
-ENTRIES_OF_LEDGER, LOCATION_INDEX, READ_PROBE = "entries_of_ledger", "location_index", "read_probe"
 
 
 def evidence_of(n: int, cfg: "LabConfig") -> str:

@@ -5,10 +5,10 @@ its znodes into that (real) ZooKeeper, serves its bookies over the bookie protoc
 real collector against both, so the whole collection path is exercised."""
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from audit.collectors.base import CollectionReport
+from audit.formats.bookkeeper import raw_evidence
 
 
 def _lab_cfg(cluster) -> dict:
@@ -84,7 +84,8 @@ class _IndexReads:
 
     def put(self, key: str, data: bytes) -> None:
         if key.startswith("location-index/") and key.endswith("/inventory.json"):
-            self.read_at[key.split("/")[1]] = json.loads(data)["read_at_ms"]
+            bookie = key.split("/")[1]
+            self.read_at[bookie] = raw_evidence.inventory(data, key, bookie)["read_at_ms"]
         self.sink.put(key, data)
 
     def __getattr__(self, name):

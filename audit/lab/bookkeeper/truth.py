@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from audit.config.bookkeeper import BookKeeperThresholds
 from audit.domain.bookkeeper.model import CLOSED, LedgerMetadata
 from audit.domain.bookkeeper.verification import FULL_SHARE, iter_ledger_probes
 from audit.lab.bookkeeper.config import LOCATION_INDEX, READ_PROBE
@@ -37,7 +38,7 @@ COUNT_CHECKS = (("bk.entries_lost", "entries_lost", "no replica left"),
                 ("bk.entries_below_write_quorum", "entries_below_write_quorum",
                  "fewer replicas than the write quorum"))
 UNREACHABLE = "unreachable"
-INDEX_SETTLE_MS = 60_000         # the estate default (thresholds.location_index_settle)
+INDEX_SETTLE_MS = BookKeeperThresholds().location_index_settle_s * 1000   # the estate default
 EXPECTED, NOT_PROBED, NO_ENTRIES_LOST = "expected", "not_probed", "no_entries_lost"
 
 
@@ -183,7 +184,7 @@ def _unsettled_index(state: LabState, md: LedgerMetadata, names: list[str], mtim
     """Answering location-index bookies of the ensemble read less than INDEX_SETTLE_MS after the ledger's last
     metadata write."""
     c, at = state.cluster, state.as_of_ms
-    last = max(t for t in (mtime, md.ctime or 0, 1))
+    last = max(mtime, md.ctime or 0)
     return [b for b in names if c.evidence.get(b) == LOCATION_INDEX and c.answers(b, at)
             and last + INDEX_SETTLE_MS > (index_reads or {}).get(b, at)]
 

@@ -41,7 +41,7 @@ from typing import Iterator, Mapping
 from audit.lab.pulsar.payloads import OCTET_STREAM, entry_headers, jackson, namespace_ttl_answer, replicated_status, \
     stats_internal, topic_stats, topic_ttl_answer
 from audit.lab.pulsar.runner import UnknownLabCluster
-from audit.domain.pulsar.snapshot_cache import parse_version
+from audit.domain.pulsar.snapshot_cache import version_tuple
 from audit.lab.pulsar.builder import World
 
 JSON = "application/json"
@@ -83,8 +83,7 @@ class _Admin:
         self.world, self.cluster, self.entry_errors = world, cluster, dict(entry_errors)
         self.topics = {t.name: t for t in world.topics_of(cluster)}
         self.lock = threading.Lock()
-        version = parse_version(world.config.broker_version_of(cluster)) or (99, 0, 0)
-        self.version = (version[0], version[1], version[2] or 0)
+        self.version = version_tuple(world.config.broker_version_of(cluster)) or (99, 0, 0)
 
     def reset_cursor(self, parts: list[str], body: bytes):
         """PersistentTopicsBase.internalResetCursorOnPosition with batchIndex -1: seek to L:E, or to the entry

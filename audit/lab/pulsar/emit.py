@@ -27,7 +27,7 @@ from audit.collectors.base import CollectionReport, RawSink
 from audit.collectors.pulsar.collector import APPLIED_TTL_SINCE, BROKER_VERSION_KEY, TOPIC_TTL
 from audit.collectors.pulsar.discovery import parse_topic
 from audit.config.pulsar import PulsarDump
-from audit.domain.pulsar.snapshot_cache import parse_version
+from audit.domain.pulsar.snapshot_cache import version_tuple
 from audit.formats.pulsar.message_ttl import MESSAGE_TTL_KEY, NAMESPACE_MESSAGE_TTL_KEY
 from audit.formats.pulsar.read_instant import READ_SUFFIX, REREAD_BODY, REREADS, encode_read_instant
 from audit.lab.pulsar.model import Entry, ManagedLedger
@@ -59,8 +59,7 @@ def _url(cluster: str, topic: str, suffix: str) -> str:
 def message_ttl(world: World, cluster: str, topic: str) -> tuple[str, bytes, str]:
     """(key below the topic folder, body, url) of the TTL answer the collector stores for the topic: the
     topic-level applied one where the broker has it, else the namespace's (collector.py MessageTtls)."""
-    parsed = parse_version(world.config.broker_version_of(cluster)) or (99, 0, 0)
-    version = (parsed[0], parsed[1], parsed[2] or 0)
+    version = version_tuple(world.config.broker_version_of(cluster)) or (99, 0, 0)
     name = parse_topic(topic)
     ttl_s = world.topic(cluster, topic).settings.message_ttl_ms // 1000
     answer = topic_ttl_answer(version, ttl_s, applied=True) if version >= APPLIED_TTL_SINCE else None

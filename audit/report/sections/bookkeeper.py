@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any, Iterable, Mapping
 
 from audit.contracts import ReportSection, RunOutputs
+from audit.domain.bookkeeper.evidence import ENTRIES_OF_LEDGER, LOCATION_INDEX, READ_PROBE
 from audit.report.svg import bar_chart
 from audit.report.sections import evidence
 
@@ -17,7 +18,6 @@ _LEDGER_IN_SUBJECT = re.compile(r"\bledger[\s:/=#-]*(\d+)", re.IGNORECASE)
 METRICS = ("metrics", "bk_ledger_replicas")      # under the attempt folder
 BOOKIE_EVIDENCE = ("tables", "bk_bookie_evidence")
 AVAILABILITY = ("tables", "bk_entry_availability")
-ENTRIES_OF_LEDGER, LOCATION_INDEX, READ_PROBE = "entries_of_ledger", "location_index", "read_probe"
 LISTED_IN_TEXT = 10   # listing bookies named per cluster in the terminal text; the summary names them all
 
 
