@@ -10,7 +10,7 @@ export AIRFLOW__CORE__UNIT_TEST_MODE := False
 export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 export REPLAUDIT_HOME := $(CURDIR)
-ESTATE ?= audit/lab/estate.yaml
+ESTATE ?= lab/estate.yaml
 
 .PHONY: setup audit test bench scorecard clean system-deps
 
@@ -58,9 +58,9 @@ test: setup system-deps
 ## continuous traffic (one per seed) in another, then twenty lab Kafka worlds (one per seed, every scenario of
 ## docs/kafka/lab.md in each, brokers scanned 0 to 120 s apart) in a third; the lab scorecard per seed
 scorecard: setup
-	$(BIN)/replaudit demo --estate audit/lab/estate-seeds.yaml
-	$(BIN)/replaudit demo --estate audit/lab/estate-pulsar-seeds.yaml
-	$(BIN)/replaudit demo --estate audit/lab/estate-kafka-seeds.yaml
+	$(BIN)/replaudit demo --estate lab/estate-seeds.yaml
+	$(BIN)/replaudit demo --estate lab/estate-pulsar-seeds.yaml
+	$(BIN)/replaudit demo --estate lab/estate-kafka-seeds.yaml
 
 ## bench: benchmarks (not part of test); prints a table, writes bench/results.json
 bench: setup system-deps

@@ -37,7 +37,7 @@ def lab_incident_check(scope: Any) -> Iterator[tuple[dict, float, Path]]:
     repo = Path(__file__).resolve().parent.parent
     work = Path(tempfile.mkdtemp(prefix="replaudit-bench-incident-"))
     try:
-        estate = yaml.safe_load((repo / "audit" / "lab" / "estate.yaml").read_text())
+        estate = yaml.safe_load((repo / "lab" / "estate.yaml").read_text())
         estate["store"] = {"uri": f"file://{work / 'store'}"}
         path = work / "estate.yaml"
         path.write_text(yaml.safe_dump(estate))

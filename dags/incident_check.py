@@ -14,7 +14,7 @@ from audit.dag_stages import audit_stages
 DEFAULT_ESTATE = os.environ.get(
     "REPLAUDIT_ESTATE",
     os.path.join(os.environ.get("REPLAUDIT_HOME", os.path.dirname(os.path.dirname(__file__))),
-                 "audit", "lab", "estate.yaml"),
+                 "lab", "estate.yaml"),
 )
 NAME = r"^[a-z0-9][a-z0-9-]*$"
 DURATION = r"^(|\d+|(\d+[smhdSMHD])+)$"

@@ -17,7 +17,7 @@ from audit.dag_stages import audit_stages, compact  # noqa: F401  (compact: what
 DEFAULT_ESTATE = os.environ.get(
     "REPLAUDIT_ESTATE",
     os.path.join(os.environ.get("REPLAUDIT_HOME", os.path.dirname(os.path.dirname(__file__))),
-                 "audit", "lab", "estate.yaml"),
+                 "lab", "estate.yaml"),
 )
 
 

@@ -19,7 +19,7 @@ from airflow.sdk import Param, dag, get_current_context, task
 DEFAULT_ESTATE = os.environ.get(
     "REPLAUDIT_ESTATE",
     os.path.join(os.environ.get("REPLAUDIT_HOME", os.path.dirname(os.path.dirname(__file__))),
-                 "audit", "lab", "estate.yaml"),
+                 "lab", "estate.yaml"),
 )
 RESPONSE_TIMEOUT = timedelta(hours=12)     # an unanswered approval is a refusal, not a pending change
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.lab.loopback import unused_loopback_port
+from lab.loopback import unused_loopback_port
 
 ALERTMANAGER_CONFIG = """route:
   receiver: blackhole

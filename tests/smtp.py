@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from audit.lab.loopback import unused_loopback_port
+from lab.loopback import unused_loopback_port
 
 CONN_ID = "smtp_test"
 

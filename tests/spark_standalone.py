@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyspark
 
-from audit.lab.loopback import unused_loopback_port
+from lab.loopback import unused_loopback_port
 
 SPARK_HOME = Path(pyspark.__file__).parent
 

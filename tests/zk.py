@@ -16,7 +16,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from audit.lab.loopback import unused_loopback_port
+from lab.loopback import unused_loopback_port
 
 JAVA_DIR = Path(os.environ.get("REPLAUDIT_ZK_JAVA_DIR", "/usr/share/java"))
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"

@@ -16,7 +16,7 @@ from audit.cli import commands
 from audit.cli.output import (EXIT_CLEAN, EXIT_FAILURE, EXIT_INCOMPLETE, EXIT_USAGE,  # noqa: F401
                                EXIT_VIOLATIONS, print_json)
 
-LAB_ESTATE = Path(__file__).resolve().parents[1] / "lab" / "estate.yaml"
+LAB_ESTATE = Path(__file__).resolve().parents[2] / "lab" / "estate.yaml"
 
 
 def _estate_arg(p: argparse.ArgumentParser) -> None:

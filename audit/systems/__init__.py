@@ -12,9 +12,9 @@ from typing import Iterable
 from audit.contracts import System
 
 BUILTIN = {
-    "bookkeeper": "audit.systems.bookkeeper",
-    "pulsar": "audit.systems.pulsar",
-    "kafka": "audit.systems.kafka",
+    "bookkeeper": "audit.systems.bookkeeper.system",
+    "pulsar": "audit.systems.pulsar.system",
+    "kafka": "audit.systems.kafka.system",
 }
 ENTRY_POINT_GROUP = "replaudit.systems"
 _loaded: dict[str, System] = {}

@@ -20,7 +20,7 @@ LEDGER = "2156"          # seed 7 of the lab: a ledger with a missing fragment
 
 def metrics(argv: list[str] | None = None) -> list[dict]:
     from audit.contracts import Scope
-    from audit.systems.bookkeeper import ledger_of_key
+    from audit.systems.bookkeeper.system import ledger_of_key
 
     out = Results()
     with lab_incident_check(Scope(systems=("bookkeeper",), subjects=(LEDGER,))) as (summary, elapsed, store):

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.bookkeeper.bench_location_index [LEDGERS [ENTRIES_PER_LEDGER]]
 
-The index is a real RocksDB `locations` database in the bookie's encoding (audit/lab/bookkeeper/location_db.py):
+The index is a real RocksDB `locations` database in the bookie's encoding (lab/bookkeeper/location_db.py):
 LEDGERS ledgers of ENTRIES_PER_LEDGER entries each, striped as bookie 0 of an E=3/Qw=2 ensemble holds them
 (2 of every 3 entries: one group per run, the worst realistic shape for the AvailabilityOfEntriesOfLedger
 encoding). The default 100,000 x 1,500 gives 1e8 held entries. Building it takes a minute and ~1 GB, so it is
@@ -40,7 +40,7 @@ def _held(entries_per_ledger: int) -> np.ndarray:
 
 def build_index(ledgers: int, entries_per_ledger: int) -> tuple[Path, float | None]:
     """The cached ledger directory (built when absent) and the build time in seconds (None when reused)."""
-    from audit.lab.bookkeeper.location_db import write_location_index
+    from lab.bookkeeper.location_db import write_location_index
 
     ledger_dir = ROOT / ".work" / "bench" / f"location-index-{ledgers}x{entries_per_ledger}"
     done = ledger_dir / "BUILT"
@@ -56,7 +56,7 @@ def build_index(ledgers: int, entries_per_ledger: int) -> tuple[Path, float | No
 
 
 def bench_location_index(ledgers: int = 100_000, entries_per_ledger: int = 1500) -> dict:
-    from audit.collectors.bookkeeper.location_index import read_location_index
+    from audit.systems.bookkeeper.collect.location_index import read_location_index
 
     ledger_dir, build_s = build_index(ledgers, entries_per_ledger)
     expected = ledgers * len(_held(entries_per_ledger))

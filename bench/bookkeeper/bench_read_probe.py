@@ -1,4 +1,4 @@
-"""Throughput of the read prober (audit/collectors/bookkeeper/read_probe.py) against the lab's loopback bookies.
+"""Throughput of the read prober (audit/systems/bookkeeper/collect/read_probe.py) against the lab's loopback bookies.
 
     .venv/bin/python -m bench.bookkeeper.bench_read_probe [PROBES]
 
@@ -28,7 +28,7 @@ class _MemorySink:
 
 
 def _lab(probes: int):
-    from audit.lab.bookkeeper import build_lab
+    from lab.bookkeeper import build_lab
 
     # Each entry is on Qw bookies (mostly 2 in the lab): about 2 probes per entry at 100 %.
     ledgers = 60
@@ -37,8 +37,8 @@ def _lab(probes: int):
 
 
 def bench_read_probe(probes: int = 200_000) -> dict:
-    from audit.collectors.bookkeeper.read_probe import ReadProbeConfig, probe_bookie_async
-    from audit.lab.bookkeeper.bookie_server import serve_lab_bookies
+    from audit.systems.bookkeeper.collect.read_probe import ReadProbeConfig, probe_bookie_async
+    from lab.bookkeeper.bookie_server import serve_lab_bookies
 
     lab = _lab(probes)
     closed = {lid: lab.metadata(lid) for lid in lab.ledger_ids if lab.metadata(lid).is_closed}

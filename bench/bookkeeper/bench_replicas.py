@@ -26,12 +26,12 @@ TARGET_S = 20
 sys.path.insert(0, str(HERE.parent))
 
 from bench.bookkeeper import gen as bk_gen  # noqa: E402
-from audit.domain.bookkeeper.striping import count_expected  # noqa: E402
+from audit.systems.bookkeeper.domain.striping import count_expected  # noqa: E402
 
 
 def _audit(spark, state_path: str, out: str, engine: str = "mapInArrow") -> tuple[float, dict]:
     """Timed: read ledger_state Parquet, run the audit transform, write the three outputs as Parquet."""
-    from audit.transforms.bookkeeper.audit import audit
+    from audit.systems.bookkeeper.transforms.audit import audit
 
     t0 = time.perf_counter()
     state = spark.read.parquet(state_path)

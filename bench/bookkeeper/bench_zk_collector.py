@@ -16,7 +16,7 @@ TARGET_PER_S = 5000
 
 
 def _load(client, n: int, window: int = 1000) -> None:
-    from tests.collectors.bookkeeper.data import closed_ledger, legacy_path, znode
+    from tests.bookkeeper.collect.data import closed_ledger, legacy_path, znode
 
     ensemble = ("bk1.example:3181", "bk2.example:3181", "bk3.example:3181")
     paths = [f"/ledgers/{legacy_path(i)}" for i in range(1, n + 1)]
@@ -43,7 +43,7 @@ class _MemorySink:
 
 
 def _timed_collect(hosts: str, sink, n: int) -> float:
-    from audit.collectors.bookkeeper.zk_metadata import collect_ledger_metadata
+    from audit.systems.bookkeeper.collect.zk_metadata import collect_ledger_metadata
 
     t0 = time.perf_counter()
     report, ledgers = collect_ledger_metadata(hosts, "/ledgers", sink, timeout_s=30)

@@ -20,7 +20,7 @@ class Hole:
 
 
 def _stripe_groups(idx, lo, hi, E, Qw):
-    """Vectorized audit.domain.bookkeeper.striping.stripe_groups: 3 candidate groups per piece with masks."""
+    """Vectorized audit.systems.bookkeeper.domain.striping.stripe_groups: 3 candidate groups per piece with masks."""
     s = (idx - Qw + 1) % E
     rel = (idx - lo) % E
     f = lo + np.where(rel < Qw, 0, rel - Qw + 1)

@@ -1,4 +1,4 @@
-"""Benchmark of the partition audit (audit/transforms/kafka/audit.py `run`) on local[2].
+"""Benchmark of the partition audit (audit/systems/kafka/transforms/audit.py `run`) on local[2].
 
     .venv/bin/python -m bench.kafka.bench_epochs [--partitions 100000] [--batches 10000000] [--quick]
 
@@ -31,7 +31,7 @@ def _request(run_id: str):
 
 
 def _run(spark, tables: str, out: str) -> tuple[float, dict]:
-    from audit.transforms.kafka.audit import run
+    from audit.systems.kafka.transforms.audit import run
 
     t0 = time.perf_counter()
     result = run(spark, tables, out, _request("bench"))

@@ -1,4 +1,4 @@
-"""Benchmark of the MirrorMaker 2 audit (audit/transforms/kafka/mm2_state.py `audit`) on local[2].
+"""Benchmark of the MirrorMaker 2 audit (audit/systems/kafka/transforms/mm2_state.py `audit`) on local[2].
 
     .venv/bin/python -m bench.kafka.bench_mm2 [--partitions 500] [--groups 2000] [--quick]
 
@@ -29,7 +29,7 @@ VERSION = "3.7.1"
 
 
 def _translate(syncs, upstream):
-    from audit.domain.kafka.mm2 import OffsetSyncStore, store_variant_for
+    from audit.systems.kafka.domain.mm2 import OffsetSyncStore, store_variant_for
 
     store = OffsetSyncStore(store_variant_for(VERSION))
     store.load(syncs)
@@ -45,7 +45,7 @@ def _check(out: dict, expected: dict, tables: str) -> None:
     """Row count, and 200 sampled rows against the domain's evaluate_group."""
     import pyarrow.parquet as pq
 
-    from audit.domain.kafka.mm2 import Checkpoint, GroupPartition, evaluate_group
+    from audit.systems.kafka.domain.mm2 import Checkpoint, GroupPartition, evaluate_group
 
     failover = out["failover"]
     if failover.num_rows != expected["group_partitions"]:
@@ -80,7 +80,7 @@ def metrics(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--quick", action="store_true", help="100x smaller, for a smoke run")
     args = p.parse_args(argv if argv is not None else [])
     from audit.sparkutil.session import get_spark
-    from audit.transforms.kafka import mm2_state
+    from audit.systems.kafka.transforms import mm2_state
 
     spec = gen.Mm2Spec(args.partitions // (10 if args.quick else 1), args.groups // (10 if args.quick else 1))
     spark = get_spark("bench-kafka-mm2", master="local[2]", conf={

@@ -1,10 +1,10 @@
-"""Benchmark of the log-dir scanner (audit/collectors/kafka/logdir.py `scan_log_dir`) over real segment files.
+"""Benchmark of the log-dir scanner (audit/systems/kafka/collect/logdir.py `scan_log_dir`) over real segment files.
 
     .venv/bin/python -m bench.kafka.bench_scanner [--gib 2] [--partitions 16] [--quick]
 
 A broker log dir is written outside the timed section: meta.properties, the four offset checkpoints, and per
 partition a leader-epoch-checkpoint and segments of 128 MiB made of 16 KiB v2 batches (16 records of ~1 KiB each,
-an idempotent producer, gzip off) encoded by audit/formats/kafka/batch.py `encode_batch`. Each partition's batch
+an idempotent producer, gzip off) encoded by audit/systems/kafka/formats/batch.py `encode_batch`. Each partition's batch
 is encoded once and copied with its base offset and producer sequence written in: the base offset is outside the
 CRC-32C (it covers attributes..records), the sequence is inside, so the CRC is recomputed for each copy; the bench
 checks sampled copies byte for byte against encode_batch's own output.
@@ -26,9 +26,9 @@ import time
 
 import crc32c
 
-from audit.formats.kafka.batch import encode_batch
-from audit.formats.kafka.checkpoint import encode_leader_epoch_checkpoint, encode_offsets_checkpoint
-from audit.formats.kafka.records import SimpleRecord
+from audit.systems.kafka.formats.batch import encode_batch
+from audit.systems.kafka.formats.checkpoint import encode_leader_epoch_checkpoint, encode_offsets_checkpoint
+from audit.systems.kafka.formats.records import SimpleRecord
 from bench.common import Results, main_of
 
 TARGET_GBPS = 1.0
@@ -117,7 +117,7 @@ def _evict(path: str) -> None:
 
 
 def _scan(path: str) -> tuple[float, dict, int]:
-    from audit.collectors.kafka.logdir import scan_log_dir
+    from audit.systems.kafka.collect.logdir import scan_log_dir
 
     stored: dict[str, bytes] = {}
     t0 = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Normalized Kafka tables (audit/transforms/kafka/tables.py) for the benchmarks, generated straight into Parquet.
+"""Normalized Kafka tables (audit/systems/kafka/transforms/tables.py) for the benchmarks, generated straight into Parquet.
 
 Partitions (`generate_partitions`): one cluster of six brokers scanned one after another (a minute apart, each
 log dir's checkpoints read just before its segments are listed), `partitions` partitions in topics of 100, three
@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from audit.transforms.kafka.tables import SCHEMAS
+from audit.systems.kafka.transforms.tables import SCHEMAS
 
 T0 = 1_760_000_000_000
 CLUSTER = "bench"

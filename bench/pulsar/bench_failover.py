@@ -1,4 +1,4 @@
-"""Benchmark of the Pulsar failover audit job (audit/transforms/pulsar/audit.py `run`) on local[2].
+"""Benchmark of the Pulsar failover audit job (audit/systems/pulsar/transforms/audit.py `run`) on local[2].
 
     .venv/bin/python bench/pulsar/bench_failover.py [--messages 10000000] [--topics 500] [--quick]
 
@@ -34,7 +34,7 @@ TARGET_S = 84
 
 def _run(spark, tables: str, out: str, as_of_ms: int) -> tuple[float, dict]:
     from audit.contracts import AuditRequest
-    from audit.transforms.pulsar.audit import run
+    from audit.systems.pulsar.transforms.audit import run
     from spark_jobs.run import thresholds
 
     request = AuditRequest("bench", as_of_ms, thresholds(None, []))   # the shipped defaults; after every read

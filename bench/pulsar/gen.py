@@ -66,7 +66,7 @@ class Spec:
 
 def read_instants(spec: Spec, t: int) -> dict[tuple[str, int], tuple[int, int]]:
     """(cluster, read) -> (requested, answered) ms for topic number `t`: each cluster's collection, then the
-    rereads topic by topic, per pass every cluster in estate order (audit/collectors/pulsar/reread.py)."""
+    rereads topic by topic, per pass every cluster in estate order (audit/systems/pulsar/collect/reread.py)."""
     out = {}
     for k, c in enumerate(CLUSTERS):
         at = spec.collected_ms + k * COLLECTION_GAP_MS
@@ -151,7 +151,7 @@ def _marker(cluster, topic, pos, kind, at: int, **kw) -> dict:
 def _schema(name: str) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from audit.transforms.pulsar.audit import INPUTS
+    from audit.systems.pulsar.transforms.audit import INPUTS
 
     return to_arrow_schema(INPUTS[name])
 

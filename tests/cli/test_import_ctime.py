@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 from audit.cli.main import EXIT_CLEAN, EXIT_INCOMPLETE, EXIT_VIOLATIONS, main
-from audit.domain.bookkeeper.model import OPEN
-from audit.formats.bookkeeper.ledger_metadata import encode_znode
-from tests.domain.bookkeeper.cases import ledger
+from audit.systems.bookkeeper.domain.model import OPEN
+from audit.systems.bookkeeper.formats.ledger_metadata import encode_znode
+from tests.bookkeeper.domain.cases import ledger
 from tests.estates import write_lab_estate
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"

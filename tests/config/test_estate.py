@@ -81,7 +81,7 @@ MINIMAL = "estate: e\nsystems: {bookkeeper: [{name: bk, source: lab}]}\n"
 
 def test_shipped_lab_estate(monkeypatch, tmp_path):
     monkeypatch.setenv("REPLAUDIT_HOME", str(tmp_path))
-    estate = load_estate(REPO / "audit" / "lab" / "estate.yaml")
+    estate = load_estate(REPO / "lab" / "estate.yaml")
     assert estate.name == "lab"
     assert estate.home == tmp_path.resolve()
     assert estate.store.uri == f"file://{tmp_path.resolve()}/.work/store"

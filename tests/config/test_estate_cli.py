@@ -9,7 +9,7 @@ from audit.cli.main import main
 from audit.config import EstateError, load_estate
 
 REPO = Path(__file__).resolve().parents[2]
-LAB_ESTATE = REPO / "audit" / "lab" / "estate.yaml"
+LAB_ESTATE = REPO / "lab" / "estate.yaml"
 
 
 def _schema(capsys) -> dict:

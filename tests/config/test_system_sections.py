@@ -3,7 +3,7 @@ thresholds (flat keys of `thresholds:`)."""
 import pytest
 
 from audit import systems
-from audit.collectors.bookkeeper.collector import parse_cluster
+from audit.systems.bookkeeper.collect.collector import parse_cluster
 from audit.config import EstateError
 from audit.config.estate import estate_schema, parse_estate
 from audit.config.values import Name, Record, choice, integer, record

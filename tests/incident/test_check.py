@@ -75,7 +75,7 @@ systems:
 def test_one_ledger_of_one_system(tmp_path, capsys):
     import time
 
-    from audit.lab.bookkeeper import build_lab, emit
+    from lab.bookkeeper import build_lab, emit
 
     estate = _estate(tmp_path)
     # the same simulated cluster, outside the pipeline: which ledgers have findings
@@ -92,7 +92,7 @@ def test_one_ledger_of_one_system(tmp_path, capsys):
            if r.run_id == summary["run_id"]][0]
     raw = [o["key"].split("/raw/bookkeeper/bk-i/", 1)[1] for o in run.manifest["objects"]
            if "/raw/bookkeeper/bk-i/" in o["key"]]
-    from audit.systems.bookkeeper import ledger_of_key
+    from audit.systems.bookkeeper.system import ledger_of_key
 
     assert {ledger_of_key(k) for k in raw} - {None} == {str(ledger)}      # that ledger's evidence only
     assert any(k.startswith("ledger-metadata/") for k in raw)

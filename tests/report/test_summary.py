@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from audit.report.sections.bookkeeper import replica_metrics, violation_key
+from audit.systems.bookkeeper.report import replica_metrics, violation_key
 from audit.report.summary import SummaryInputError, build_summary, scorecard
 from audit.validate.outcome import ExpectationOutcome, SuiteOutcome, ValidationOutcome
 from tests.report.systems import SYSTEMS
@@ -147,7 +147,7 @@ def test_one_ledger_finding_with_per_bookie_parts_answers_each_bookie():
 
 
 def test_replica_metrics_information_outside_ensemble_and_unknown_ctime():
-    from audit.report.sections.bookkeeper import text
+    from audit.systems.bookkeeper.report import text
     rows = [{"cluster": "a", "state": "CLOSED", "audited": True, "least_replicas": 2, "entries": 10,
              "entries_outside_ensemble": 3, "ctime": 5},
             {"cluster": "a", "state": "OPEN", "audited": False, "ctime": None},

@@ -28,12 +28,12 @@ BUILTIN = list(systems.BUILTIN)
 
 def _tables(name: str):
     """(findings checks, validation checks) of a built-in system."""
-    module = importlib.import_module(f"audit.domain.{name}.checks")
+    module = importlib.import_module(f"audit.systems.{name}.domain.checks")
     return module.CHECKS, getattr(module, "VALIDATION_CHECKS", {})
 
 
 def _suites(name: str) -> tuple[SuiteSpec, ...]:
-    return importlib.import_module(f"audit.validate.suites.{name}").SUITES
+    return importlib.import_module(f"audit.systems.{name}.suites").SUITES
 
 
 def _prefix(name: str) -> str:

@@ -1,13 +1,13 @@
 """An independent reading of emitted lab payloads: decode the stored bytes with the format decoders and count
-replicas entry by entry, the way ReplicasCheck defines it. Shares no code with audit.lab's ground truth."""
+replicas entry by entry, the way ReplicasCheck defines it. Shares no code with lab's ground truth."""
 from __future__ import annotations
 
 import bisect
 import json
 from dataclasses import dataclass, field
 
-from audit.domain.bookkeeper.model import CLOSED, LedgerMetadata
-from audit.formats.bookkeeper import availability, ledger_metadata, protocol
+from audit.systems.bookkeeper.domain.model import CLOSED, LedgerMetadata
+from audit.systems.bookkeeper.formats import availability, ledger_metadata, protocol
 
 
 @dataclass

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from audit.domain.bookkeeper.model import CLOSED
-from audit.lab.bookkeeper import build_lab, emit
+from audit.systems.bookkeeper.domain.model import CLOSED
+from lab.bookkeeper import build_lab, emit
 from tests.lab.bookkeeper.payload_oracle import replica_bands, read_snapshot, replica_counts
 from tests.lab.sinks import DictSink
 

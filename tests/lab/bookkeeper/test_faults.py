@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from audit.domain.bookkeeper.model import CLOSED, OPEN
-from audit.formats.bookkeeper import ledger_metadata
-from audit.lab.bookkeeper import build_lab, emit
+from audit.systems.bookkeeper.domain.model import CLOSED, OPEN
+from audit.systems.bookkeeper.formats import ledger_metadata
+from lab.bookkeeper import build_lab, emit
 from tests.lab.bookkeeper.payload_oracle import replica_bands, expected_on, read_snapshot, replica_counts
 from tests.lab.sinks import DictSink
 

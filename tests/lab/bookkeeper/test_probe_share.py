@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from audit.domain.bookkeeper.model import CLOSED
-from audit.domain.bookkeeper.verification import iter_ledger_probes
-from audit.lab.bookkeeper import build_lab, emit
-from audit.lab.bookkeeper.truth import ground_truth
+from audit.systems.bookkeeper.domain.model import CLOSED
+from audit.systems.bookkeeper.domain.verification import iter_ledger_probes
+from lab.bookkeeper import build_lab, emit
+from lab.bookkeeper.truth import ground_truth
 from tests.lab.bookkeeper.payload_oracle import expected_on, read_snapshot, replica_bands, replica_counts
 from tests.lab.sinks import DictSink
 

@@ -6,11 +6,11 @@ import random
 
 import pytest
 
-from audit.domain.bookkeeper.model import CLOSED
-from audit.formats.bookkeeper import availability, protocol
-from audit.lab.bookkeeper import LabConfigError, LabError, build_lab
-from audit.lab.bookkeeper.cluster import znode_path
-from audit.lab.bookkeeper.sim import Cluster, LedgerWriter
+from audit.systems.bookkeeper.domain.model import CLOSED
+from audit.systems.bookkeeper.formats import availability, protocol
+from lab.bookkeeper import LabConfigError, LabError, build_lab
+from lab.bookkeeper.cluster import znode_path
+from lab.bookkeeper.sim import Cluster, LedgerWriter
 
 B = [f"b{i}" for i in range(1, 10)]
 RACKS = {b: f"/r{i % 3}" for i, b in enumerate(B)}   # b1 r0, b2 r1, b3 r2, b4 r0 ...

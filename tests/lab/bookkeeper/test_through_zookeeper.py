@@ -7,10 +7,10 @@ import json
 import pytest
 
 from audit.collectors.base import DirSink
-from audit.config.bookkeeper import BookKeeperCluster, ZooKeeperConfig
+from audit.systems.bookkeeper.config import BookKeeperCluster, ZooKeeperConfig
 from audit.config.secrets import SecretResolver
-from audit.formats.bookkeeper import availability, protocol
-from audit.lab.bookkeeper.runner import collect as collect_lab_cluster
+from audit.systems.bookkeeper.formats import availability, protocol
+from lab.bookkeeper.runner import collect as collect_lab_cluster
 
 AS_OF = 1_790_000_000_000
 

@@ -2,9 +2,9 @@
 in the index the collector reads, and the truth expects no finding (the index has not settled)."""
 from __future__ import annotations
 
-from audit.formats.bookkeeper import availability
-from audit.lab.bookkeeper import build_lab, emit
-from audit.lab.bookkeeper.cluster import znode_path
+from audit.systems.bookkeeper.formats import availability
+from lab.bookkeeper import build_lab, emit
+from lab.bookkeeper.cluster import znode_path
 from tests.lab.sinks import DictSink
 
 AS_OF = 1_760_000_000_000

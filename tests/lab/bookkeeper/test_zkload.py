@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from audit.formats.bookkeeper import ledger_metadata
-from audit.lab.bookkeeper import LabError, build_lab
-from audit.lab.bookkeeper.zkload import LAYOUT, load_into_zookeeper
+from audit.systems.bookkeeper.formats import ledger_metadata
+from lab.bookkeeper import LabError, build_lab
+from lab.bookkeeper.zkload import LAYOUT, load_into_zookeeper
 
 AS_OF = 1_760_000_000_000
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from audit.formats.kafka.checkpoint import parse_leader_epoch_checkpoint, parse_offsets_checkpoint
+from audit.systems.kafka.formats.checkpoint import parse_leader_epoch_checkpoint, parse_offsets_checkpoint
 
 
 def batches(raw: dict, broker: int, topic: str, partition: int = 0, d: int = 0) -> list[tuple[int, int, int, int]]:

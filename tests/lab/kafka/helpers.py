@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from audit.lab.kafka import runner
+from lab.kafka import runner
 
 AS_OF = 1_760_000_000_000
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from audit.lab.kafka import runner
-from audit.lab.kafka.config import parse_kafka_lab
+from lab.kafka import runner
+from lab.kafka.config import parse_kafka_lab
 from tests.lab.kafka.helpers import AS_OF, collect
 
 

@@ -1,4 +1,4 @@
-"""The group coordinator of the Kafka-protocol loopback server (audit/lab/kafka/admin_server.py): FindCoordinator,
+"""The group coordinator of the Kafka-protocol loopback server (lab/kafka/admin_server.py): FindCoordinator,
 DescribeGroups, ListGroups, OffsetFetch and OffsetCommit, driven by kafka-python's KafkaAdminClient as the repair
 applier uses it, and by single requests on a socket at every version the server announces."""
 from __future__ import annotations
@@ -17,7 +17,7 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, Fin
     FindCoordinatorResponse
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
-from audit.lab.kafka.admin_server import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, NONE, NOT_COORDINATOR,
+from lab.kafka.admin_server import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, NONE, NOT_COORDINATOR,
                                           OFFSET_METADATA_TOO_LARGE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID,
                                           UNSUPPORTED_VERSION, AdminServer,
                                           ServedBroker, ServedCluster, ServedCommit, ServedGroup, ServedPartition)

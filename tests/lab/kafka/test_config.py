@@ -5,10 +5,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from audit.config.kafka import KafkaThresholds
-from audit.lab.kafka.config import (DEFAULT_CLUSTERS, HIGH_WATERMARK, KafkaLabConfigError, LEADER_EPOCH,
+from audit.systems.kafka.config import KafkaThresholds
+from lab.kafka.config import (DEFAULT_CLUSTERS, HIGH_WATERMARK, KafkaLabConfigError, LEADER_EPOCH,
                                     parse_kafka_lab)
-from audit.lab.kafka.runner import UnknownLabCluster, collect, split_inputs
+from lab.kafka.runner import UnknownLabCluster, collect, split_inputs
 
 
 def test_defaults():

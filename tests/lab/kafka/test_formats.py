@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 
-from audit.collectors.kafka.logdir import scan_log_dir
-from audit.formats.kafka.batch import batch_crc, decode_batch
-from audit.formats.kafka.checkpoint import parse_leader_epoch_checkpoint, parse_offsets_checkpoint
-from audit.formats.kafka.properties import parse_meta_properties, parse_partition_metadata
-from audit.lab.kafka import runner
-from audit.lab.kafka.config import parse_kafka_lab
+from audit.systems.kafka.collect.logdir import scan_log_dir
+from audit.systems.kafka.formats.batch import batch_crc, decode_batch
+from audit.systems.kafka.formats.checkpoint import parse_leader_epoch_checkpoint, parse_offsets_checkpoint
+from audit.systems.kafka.formats.properties import parse_meta_properties, parse_partition_metadata
+from lab.kafka import runner
+from lab.kafka.config import parse_kafka_lab
 from tests.lab.kafka.helpers import AS_OF, collect
 
 LAB = {"seed": 4}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 
-from audit.formats.kafka.mm2 import decode_checkpoint, decode_offset_sync
+from audit.systems.kafka.formats.mm2 import decode_checkpoint, decode_offset_sync
 from tests.lab.kafka.helpers import collect, findings
 
 

@@ -1,16 +1,16 @@
 """The failover rule of docs/pulsar/audit.md recomputed from emitted lab payloads alone: dump windows, the internal
 stats of the collection and of the two reread passes, and their `.read.json` instants. Shares no code with
-audit.lab's ground truth (which works on the simulation's state), so the two agreeing shows the truth is what an
+lab's ground truth (which works on the simulation's state), so the two agreeing shows the truth is what an
 audit can know. Identities by source position: topics whose copies carry __MSG_PROP_REPL_SOURCE_POSITION."""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 
-from audit.domain.pulsar.positions import Position, parse_position
-from audit.formats.pulsar.entry import EntryRecord, decode_dump_chunk
-from audit.formats.pulsar.read_instant import decode_read_instant
-from audit.formats.pulsar.stats_internal import CursorStats, decode_stats_internal
+from audit.systems.pulsar.domain.positions import Position, parse_position
+from audit.systems.pulsar.formats.entry import EntryRecord, decode_dump_chunk
+from audit.systems.pulsar.formats.read_instant import decode_read_instant
+from audit.systems.pulsar.formats.stats_internal import CursorStats, decode_stats_internal
 
 UPDATE = 13
 

@@ -7,10 +7,10 @@ import json
 import pytest
 import requests
 
-from audit.collectors.pulsar.admin_client import AdminClient, RetryPolicy
-from audit.lab.pulsar.admin_server import serve_pulsar_admin
-from audit.lab.pulsar.emit import emit_cluster, headers_dict
-from audit.lab.pulsar.runner import UnknownLabCluster, lab_world
+from audit.systems.pulsar.collect.admin_client import AdminClient, RetryPolicy
+from lab.pulsar.admin_server import serve_pulsar_admin
+from lab.pulsar.emit import emit_cluster, headers_dict
+from lab.pulsar.runner import UnknownLabCluster, lab_world
 from tests.lab.sinks import DictSink
 
 AS_OF = 1_760_000_000_000

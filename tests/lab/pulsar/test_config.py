@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from audit.lab.pulsar.config import SCENARIO_NAMES, PulsarLabConfigError, parse_pulsar_lab
-from audit.lab.pulsar.truth import world_truth
-from audit.lab.pulsar.world import build_world
+from lab.pulsar.config import SCENARIO_NAMES, PulsarLabConfigError, parse_pulsar_lab
+from lab.pulsar.truth import world_truth
+from lab.pulsar.world import build_world
 
 AS_OF = 1_760_000_000_000
 
@@ -66,8 +66,8 @@ def test_bad_profile_values_name_the_key(lab, key):
 def test_profile_defaults_and_the_estates_values():
     from pydantic import TypeAdapter
 
-    from audit.config.pulsar import PulsarThresholds
-    from audit.lab.pulsar.config import estate_inputs
+    from audit.systems.pulsar.config import PulsarThresholds
+    from lab.pulsar.config import estate_inputs
 
     cfg = parse_pulsar_lab(None)
     assert (cfg.traffic, cfg.collection_gap_s, cfg.duration_s) == ("continuous", 60, 240)

@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from audit.config.pulsar import PulsarCluster, PulsarDump
+from audit.systems.pulsar.config import PulsarCluster, PulsarDump
 from audit.contracts import RereadRequest
-from audit.domain.pulsar.rangeset import parse_individually_deleted
-from audit.formats.pulsar.entry import EntryRecord, decode_entry_line, dump_lines
-from audit.formats.pulsar.read_instant import decode_read_instant
-from audit.formats.pulsar.repl_status import decode_replicated_status
-from audit.formats.pulsar.stats import decode_topic_stats
-from audit.formats.pulsar.stats_internal import decode_stats_internal
-from audit.lab.pulsar.emit import emit_cluster
-from audit.lab.pulsar.runner import UnknownLabCluster, lab_world, reread
-from audit.lab.pulsar.runner import collect as collect_lab_pulsar_cluster
-from audit.lab.pulsar.world import build_world
+from audit.systems.pulsar.domain.rangeset import parse_individually_deleted
+from audit.systems.pulsar.formats.entry import EntryRecord, decode_entry_line, dump_lines
+from audit.systems.pulsar.formats.read_instant import decode_read_instant
+from audit.systems.pulsar.formats.repl_status import decode_replicated_status
+from audit.systems.pulsar.formats.stats import decode_topic_stats
+from audit.systems.pulsar.formats.stats_internal import decode_stats_internal
+from lab.pulsar.emit import emit_cluster
+from lab.pulsar.runner import UnknownLabCluster, lab_world, reread
+from lab.pulsar.runner import collect as collect_lab_pulsar_cluster
+from lab.pulsar.world import build_world
 from tests.lab.sinks import DictSink
 
 AS_OF = 1_760_000_000_000
@@ -255,9 +255,9 @@ def test_a_topic_the_collection_did_not_store_is_not_reread():
 
 _DIGEST = """
 import hashlib, sys
-from audit.config.pulsar import PulsarCluster
+from audit.systems.pulsar.config import PulsarCluster
 from audit.contracts import RereadRequest
-from audit.lab.pulsar.runner import collect, reread
+from lab.pulsar.runner import collect, reread
 sinks = {}
 class Sink(dict):
     def put(self, k, v): self[k] = v

@@ -5,15 +5,15 @@ import random
 
 import pytest
 
-from audit.formats.pulsar import markers as mk
-from audit.formats.pulsar.entry import REPL_SOURCE_POSITION
-from audit.formats.pulsar.stats_internal import REPLICATED_PROPERTY
-from audit.lab.pulsar.model import MARKER_PRODUCER, Clock, ClusterLedgerIds
-from audit.lab.pulsar.pip33 import (COMPLETE, EARLIEST, LATEST, NEXT_ROUND, WAIT, Controller, PendingSnapshot,
+from audit.systems.pulsar.formats import markers as mk
+from audit.systems.pulsar.formats.entry import REPL_SOURCE_POSITION
+from audit.systems.pulsar.formats.stats_internal import REPLICATED_PROPERTY
+from lab.pulsar.model import MARKER_PRODUCER, Clock, ClusterLedgerIds
+from lab.pulsar.pip33 import (COMPLETE, EARLIEST, LATEST, NEXT_ROUND, WAIT, Controller, PendingSnapshot,
                                     update_creates_at_earliest)
-from audit.lab.pulsar.topic import ClusterState, Topic, TopicSettings
-from audit.lab.pulsar.snapshots import MarkerInfo, SnapshotCache
-from audit.lab.pulsar.runner import lab_world
+from lab.pulsar.topic import ClusterState, Topic, TopicSettings
+from lab.pulsar.snapshots import MarkerInfo, SnapshotCache
+from lab.pulsar.runner import lab_world
 
 AS_OF = 1_760_000_000_000
 SUB = "orders-processor"

@@ -2,7 +2,7 @@
 the audit's rows carry them), and per lab seed with the seed's findings."""
 from __future__ import annotations
 
-from audit.report.sections.pulsar import failover_scorecard, text
+from audit.systems.pulsar.report import failover_scorecard, text
 
 KEY = {"topic": "persistent://lab/geo/t", "subscription": "s"}
 

@@ -1,7 +1,7 @@
 """The lab's ground truth judges by the estate's thresholds, the ones the audit applies."""
 from audit.collectors.base import DirSink
-from audit.config.pulsar import PulsarCluster
-from audit.lab.pulsar.runner import collect as collect_lab_pulsar_cluster
+from audit.systems.pulsar.config import PulsarCluster
+from lab.pulsar.runner import collect as collect_lab_pulsar_cluster
 
 AS_OF_MS = 1_795_440_000_000
 

@@ -7,14 +7,14 @@ from dataclasses import replace
 
 import pytest
 
-from audit.config.pulsar import PulsarCluster
+from audit.systems.pulsar.config import PulsarCluster
 from audit.contracts import RereadRequest
-from audit.formats.pulsar.stats import decode_topic_stats
-from audit.lab.pulsar.reads import CursorState
-from audit.lab.pulsar.runner import collect as collect_lab_pulsar_cluster
-from audit.lab.pulsar.runner import lab_world, reread
-from audit.lab.pulsar.truth import world_truth
-from audit.lab.pulsar.world import build_world
+from audit.systems.pulsar.formats.stats import decode_topic_stats
+from lab.pulsar.reads import CursorState
+from lab.pulsar.runner import collect as collect_lab_pulsar_cluster
+from lab.pulsar.runner import lab_world, reread
+from lab.pulsar.truth import world_truth
+from lab.pulsar.world import build_world
 from tests.lab.pulsar.failover_oracle import failover as oracle_failover
 from tests.lab.pulsar.failover_oracle import load
 from tests.lab.sinks import DictSink
@@ -201,8 +201,8 @@ def test_target_cursor_ahead_needs_a_claim_of_the_source_in_its_dump_window():
 
 
 def test_pairing_by_key_never_pairs_two_messages(lab):
-    from audit.lab.pulsar.failover_truth import pair_truth
-    from audit.lab.pulsar.truth import failover_pairs, side
+    from lab.pulsar.failover_truth import pair_truth
+    from lab.pulsar.truth import failover_pairs, side
 
     world = lab_world(LAB, AS_OF)[0]
     for meta in world.scenarios:
@@ -276,8 +276,8 @@ def test_stats_show_where_consumers_were_served():
 
 def test_what_the_source_acked_between_its_two_reads_is_unsettled():
     """X acks between the read before Y's and the read after it: neither redelivered nor skipped, unsettled."""
-    from audit.lab.pulsar.failover_truth import bracket, failover_counts, pair_truth
-    from audit.lab.pulsar.truth import side
+    from lab.pulsar.failover_truth import bracket, failover_counts, pair_truth
+    from lab.pulsar.truth import side
 
     world = build_world(QUIET, AS_OF)   # its own world: this test changes what a read saw
     x, y = (side(world, world.topic(c, GEO + "orders-ack-holes")) for c in ("east", "west"))
@@ -297,7 +297,7 @@ def test_what_the_source_acked_between_its_two_reads_is_unsettled():
 def test_the_end_state_truth_is_what_a_collector_reading_the_ended_world_can_know():
     """read_now: every cluster read at as_of, once the simulation has ended (what the loopback admin server answers):
     the truth of that state follows from the payloads emit_cluster writes, as the collection's does."""
-    from audit.lab.pulsar.emit import emit_cluster, emit_rereads
+    from lab.pulsar.emit import emit_cluster, emit_rereads
 
     world = build_world(LAB, AS_OF)
     world.reads.read_now()

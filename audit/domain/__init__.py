@@ -1,1 +1,0 @@
-"""Pure domain logic: positions, ranges, epochs, ensembles. No I/O anywhere below this package."""

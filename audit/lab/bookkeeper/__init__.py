@@ -1,8 +1,0 @@
-"""The BookKeeper lab cluster: a simulation that writes through ensembles, crashes bookies and emits the native
-payloads (the `lab:` keys: config.py)."""
-from audit.lab.bookkeeper.cluster import BookKeeperLab, build_lab, emit, znode_path
-from audit.lab.bookkeeper.config import DEFAULT_FAULTS, FAULT_PARAMS, LabConfigError
-from audit.lab.bookkeeper.sim import LabError
-
-__all__ = ["BookKeeperLab", "build_lab", "emit", "znode_path", "DEFAULT_FAULTS", "FAULT_PARAMS", "LabConfigError",
-           "LabError"]
