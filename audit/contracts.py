@@ -4,34 +4,15 @@ A system is a plain record of functions (no base class, no framework): the pipel
 validate, report and bench iterate over the systems an estate declares and call these functions; nothing outside
 a system's own folders names a system. The registry is `audit/systems/__init__.py`; the recipe for a new system
 is docs/adding-a-system.md. Heavy imports (Spark, GX, a system's lab) happen inside the functions, so building
-the record is cheap."""
+the record is cheap: loading the registry imports neither Spark nor any lab module (tests/test_architecture.py)."""
 from __future__ import annotations
 
 import fnmatch
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 SEVERITIES = ("critical", "major", "minor", "warning")  # most to least severe
-
-
-def lazy(target: str) -> Callable:
-    """The function `module:name`, imported on its first call: a System record stays cheap to build (no Spark, GX
-    or lab import until a stage needs it)."""
-    module, _, name = target.partition(":")
-
-    def call(*args, **kwargs):
-        return getattr(importlib.import_module(module), name)(*args, **kwargs)
-
-    call.__qualname__ = call.__name__ = target
-    return call
-
-
-def lazy_value(target: str) -> Callable[[], Any]:
-    """A function returning the value `module:name`, imported on its first call."""
-    module, _, name = target.partition(":")
-    return lambda: getattr(importlib.import_module(module), name)
 
 
 class Gauge(NamedTuple):
@@ -105,10 +86,6 @@ class Scope:
     def wants_any(self, *names: str) -> bool:
         """A subject known by several names (e.g. a topic and its topic-partition): wanted when any is."""
         return not self.subjects or any(self.wants(n) for n in names)
-
-    @property
-    def everything(self) -> bool:
-        return not (self.systems or self.clusters or self.subjects or self.window_ms)
 
     def to_json(self) -> dict:
         return {"systems": list(self.systems), "clusters": list(self.clusters), "subjects": list(self.subjects),
@@ -231,37 +208,89 @@ class RepairAction:
 
 
 @dataclass(frozen=True)
-class System:
-    """One messaging system. Runtime names: raw/<name>/<cluster>/, findings/violations/system=<name>/,
-    tables/quarantine/system=<name>/, the `system` column of findings and the estate section systems.<name>."""
+class SystemConfig:
+    """The system's part of the estate file: one entry of systems.<name>[] and the fields it adds to
+    `thresholds:`."""
 
-    name: str
-    title: str
     cluster_model: type                       # pydantic model of one entry of systems.<name>[]
-    collect: Callable[[CollectRequest], tuple]  # -> (CollectionReport, lab ground truth or None); by cluster.source
+    thresholds_model: type | None = None      # pydantic model whose fields join the estate's `thresholds:`
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """collect -> (reread) -> normalize -> audit, for the real sources (the lab's are `Lab`)."""
+
+    collect: Callable[[CollectRequest], Any]    # -> audit.collectors.base.CollectionReport
     normalize: Callable[[Any, str, str], dict]  # (spark, the attempt's raw/ folder, tables folder) -> {table: rows}
     audit: Callable[[Any, str, str, AuditRequest], dict]  # (spark, tables folder, attempt folder, request)
-    checks: Mapping[str, Check]
-    report: ReportSection
-    thresholds_model: type | None = None      # pydantic model whose fields join the estate's `thresholds:`
+    # `replaudit import --kind K`: the hand-taken dumps it takes
     import_kinds: Mapping[str, ImportKind] = field(default_factory=dict)
-    sniffers: Callable[[], Sequence[Sniffer]] = lambda: ()
-    suites: Callable[[], Sequence[Any]] = lambda: ()   # audit.validate.spec.SuiteSpec
-    validate_tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # GX table -> (area, folder)
-    plan_repairs: Callable[[RunOutputs], tuple[list[dict], list[dict]]] | None = None  # -> (plans, errors)
-    # (a saved plan, the estate's model of its cluster, the secrets resolver) -> the plan's calls, in order; raises
-    # audit.repair.common.RepairInputError for a plan with nothing to apply (manual steps only) or a bad field.
-    # None: the system's plans are carried out by hand
-    repair_actions: Callable[[Mapping[str, Any], Any, Any], list[RepairAction]] | None = None
-    benches: tuple[str, ...] = ()             # bench modules (`make bench`)
+    # `replaudit inspect`: () -> (sniffers by file name, sniffers by content), each a (kind, sniff, decode) triple
+    sniffers: Callable[[], tuple[Sequence[tuple], Sequence[tuple]]] = lambda: ((), ())
     # After every cluster is collected: read again, close together across clusters, what kept moving while they
     # were collected one after another (e.g. cursors), so the audit can tell progress between reads from a fault.
     # -> {cluster: CollectionReport}; None: the system's evidence does not move (nothing to reread)
     reread: Callable[[RereadRequest], Mapping[str, Any]] | None = None
-    docs: str = ""                            # where its documentation starts
-    # what an incident check's subject patterns match in this system (e.g. "topic"); None: its collector cannot
-    # narrow to subjects, and a check with subjects refuses it (ask for its clusters instead)
-    subject: str | None = None
-    # its lab's parser of a cluster's `lab:` block, run when the estate is read (`estate check` refuses what the
-    # lab would); raises a ValueError with `key` (or `field`), `expected` and `got`. None: no lab
-    lab_config: Callable[[Mapping[str, Any]], Any] | None = None
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The system's GX suites and the tables they read."""
+
+    suites: Callable[[], Sequence[Any]] = lambda: ()          # -> [audit.validate.spec.SuiteSpec]
+    tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # GX table -> (area, folder)
+
+
+@dataclass(frozen=True)
+class Repair:
+    """Dry-run plans from a staged run, and the calls that carry out an approved one (docs/repair.md)."""
+
+    plan: Callable[[RunOutputs], tuple[list[dict], list[dict]]]   # -> (plans, errors)
+    # (a saved plan, the estate's model of its cluster, the secrets resolver) -> the plan's calls, in order; raises
+    # audit.repair.common.RepairInputError for a plan with nothing to apply (manual steps only) or a bad field.
+    # None: the system's plans are carried out by hand
+    actions: Callable[[Mapping[str, Any], Any, Any], list[RepairAction]] | None = None
+
+
+@dataclass(frozen=True)
+class Incident:
+    """How an incident check narrows the system to subjects (docs/incident.md)."""
+
+    subject: str                              # what the subject patterns match, for people (e.g. "topic")
+    # raw key (relative to raw/<system>/<cluster>/) -> the subject name(s) it belongs to; None: evidence of the whole
+    # cluster. The shared scoped sink keeps only wanted subjects' evidence of a lab cluster.
+    subjects_of_key: Callable[[str], "str | tuple[str, ...] | None"]
+
+
+@dataclass(frozen=True)
+class Lab:
+    """The system's simulated clusters (source: lab), in the top-level `lab` package: imported only when a lab
+    cluster is collected or its `lab:` block is read, never by loading the registry."""
+
+    # CollectRequest -> (CollectionReport, ground truth dict); the sink is already narrowed to an incident's scope
+    collect: Callable[[CollectRequest], tuple]
+    # the parser of a cluster's `lab:` block, run when the estate is read (`estate check` refuses what the lab
+    # would); raises a ValueError with `key` (or `field`), `expected` and `got`
+    config: Callable[[Mapping[str, Any]], Any]
+    reread: Callable[[RereadRequest], Mapping[str, Any]] | None = None
+    # (ground truth, Scope, cluster) -> the ground truth of the wanted subjects only
+    scope_truth: Callable[[dict, Scope, Any], dict] | None = None
+
+
+@dataclass(frozen=True)
+class System:
+    """One messaging system, in parts: shared code calls only what a part holds. Runtime names: raw/<name>/<cluster>/,
+    findings/violations/system=<name>/, tables/quarantine/system=<name>/, the `system` column of findings and the
+    estate section systems.<name>."""
+
+    name: str
+    title: str
+    checks: Mapping[str, Check]               # read by the audit, the suites, the report and the alerts
+    config: SystemConfig
+    pipeline: Pipeline
+    report: ReportSection
+    validation: Validation = Validation()
+    repair: Repair | None = None
+    lab: Lab | None = None
+    incident: Incident | None = None          # None: its collector cannot narrow to subjects
+    benches: tuple[str, ...] = ()             # bench modules (`make bench`)

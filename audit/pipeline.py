@@ -130,11 +130,11 @@ def start_run(estate_file: str, run_id: str | None = None, as_of_ms: int | None 
                 raise ScopeError("clusters", name, ", ".join(names) or "(none)")
         if scope.subjects:
             asked = [s for s in systems.declared(estate) if not scope.systems or s.name in scope.systems]
-            blind = [s.name for s in asked if s.subject is None]
+            blind = [s.name for s in asked if s.incident is None]
             if blind:
                 raise ScopeError("subjects", ", ".join(scope.subjects),
                                  f"a scope whose systems narrow to subjects: {', '.join(blind)} cannot yet (ask "
-                                 f"for its clusters, or --system {' / '.join(s.name for s in asked if s.subject)})")
+                                 f"for its clusters, or --system {' / '.join(s.name for s in asked if s.incident)})")
         doc = scope.to_json()
         run_id = run_id or INCIDENT_PREFIX + new_run_id()
     return RunContext(str(Path(estate_file).resolve()), run_id or new_run_id(), new_attempt_id(),
@@ -154,6 +154,7 @@ def collect_cluster(ctx: RunContext, system: str, name: str) -> dict:
     """Raw evidence of one cluster. Raw bytes are committed to the store even when the collector fails
     half-way: nothing collected is lost."""
     from audit import systems
+    from audit.collectors import dispatch
     from audit.collectors.base import CollectionReport, CoverageGap, DirSink
     from audit.contracts import CollectRequest
 
@@ -163,7 +164,7 @@ def collect_cluster(ctx: RunContext, system: str, name: str) -> dict:
         raw_dir = st.dir("raw", system, name)
         sink = DirSink(raw_dir)
         try:
-            report, truth = systems.get(system).collect(
+            report, truth = dispatch.collect(systems.get(system),
                 CollectRequest(cluster, sink, ctx.secrets, ctx.as_of_ms, ctx.estate.thresholds, ctx.scoped))
             if truth is not None:
                 (st.dir("raw", "_lab", name) / "ground_truth.json").write_text(
@@ -192,19 +193,20 @@ def reread(ctx: RunContext, system: str) -> dict:
     """A system's reread (contracts.System.reread) once all its clusters are collected. Done once per attempt: a
     cluster that already holds its reread.json is not read again (evidence is never replaced)."""
     from audit import systems
+    from audit.collectors import dispatch
     from audit.collectors.base import CollectionReport, CoverageGap, DirSink
     from audit.contracts import RereadRequest
 
     s = systems.get(system)
     clusters = tuple(ctx.clusters(system))
-    if s.reread is None or not clusters:
+    if not dispatch.rereads(s) or not clusters:
         return {}
     if all(ctx.store.exists(ctx.writer.key("raw", system, c.name, REREAD_KEY)) for c in clusters):
         return {"reread": "already done"}
     st = ctx.staging(f"reread-{system}")
     try:
         try:
-            reports = dict(s.reread(RereadRequest(
+            reports = dict(dispatch.reread(s, RereadRequest(
                 clusters, lambda name: DirSink(st.dir("raw", system, name)),
                 lambda name: _stored_keys(ctx, "raw", system, name), ctx.secrets, ctx.as_of_ms,
                 ctx.estate.thresholds)))
@@ -277,7 +279,7 @@ def validate(ctx: RunContext) -> dict:
         areas = {"findings": st.fetch("findings")}   # each area fetched once, and only when a table lives there
         paths = {"violations": areas["findings"] / "violations"}
         for s in ctx.systems():
-            for table, (area, folder) in s.validate_tables.items():
+            for table, (area, folder) in s.validation.tables.items():
                 if area not in areas:
                     areas[area] = st.fetch(area)
                 paths[table] = areas[area] / folder

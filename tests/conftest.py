@@ -1,6 +1,7 @@
 """Session-wide test environment. Airflow reads AIRFLOW_HOME at import, so it is set before anything imports it:
 Airflow must never touch ~/airflow."""
 import os
+import sys
 
 import pytest
 from pathlib import Path
@@ -15,6 +16,12 @@ os.environ.setdefault("REPLAUDIT_HOME", str(REPO))
 Path(os.environ["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
 
 pytest_plugins = ["tests.zkfixture", "tests.s3fixture"]
+
+# An xdist worker's __main__ (execnet) has neither __spec__ nor __file__, which pyspark.sql.connect takes for a
+# doctest run and answers with sys.exit(0) when GX imports it: give it the file it looks for.
+_main = sys.modules["__main__"]
+if getattr(_main, "__spec__", None) is None and not hasattr(_main, "__file__"):
+    _main.__file__ = __file__
 
 
 def pytest_sessionfinish(session, exitstatus):

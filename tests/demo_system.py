@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from audit import systems
 from audit.collectors.base import CollectionReport
-from audit.contracts import Check, ImportKind, ReportSection, Sniffer, System
+from audit.contracts import Check, ImportKind, Lab, Pipeline, ReportSection, System, SystemConfig, Validation
 
 NAME = "demo"
 CHECK = "demo.total_over_limit"
@@ -107,12 +107,19 @@ def _store(put, cluster, files, options):
     return {"stored": keys, "rejected": []}
 
 
+def _real_collect(req):
+    raise ValueError("demo clusters are lab-only")
+
+
 SYSTEM = System(
-    name=NAME, title="Demo", cluster_model=DemoCluster, thresholds_model=DemoThresholds, collect=collect,
-    normalize=normalize, audit=audit, checks={CHECK: Check("major", "a cluster's counters add up above the limit")},
-    report=SECTION, import_kinds={"counters": ImportKind("counter JSON files", _store)},
-    sniffers=lambda: [Sniffer("demo.counter", lambda d, n: d.startswith(b'{"counter"'), lambda d, n: json.loads(d))],
-    suites=_suites, validate_tables={"demo_totals": ("metrics", "demo_totals")},
+    name=NAME, title="Demo", checks={CHECK: Check("major", "a cluster's counters add up above the limit")},
+    config=SystemConfig(DemoCluster, DemoThresholds),
+    pipeline=Pipeline(collect=_real_collect, normalize=normalize, audit=audit,
+                      import_kinds={"counters": ImportKind("counter JSON files", _store)},
+                      sniffers=lambda: ((), [("demo.counter", lambda d, n: d.startswith(b'{"counter"'),
+                                              lambda d, n: json.loads(d))])),
+    report=SECTION, validation=Validation(_suites, {"demo_totals": ("metrics", "demo_totals")}),
+    lab=Lab(collect=collect, config=lambda block: block),
 )
 
 

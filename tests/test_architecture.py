@@ -302,3 +302,120 @@ def test_no_citations_outside_the_repository():
                 found.append(f"{rel}:{number}: {cited}: {line.strip()}")
     assert not found, ("files cite documents outside the repository; cite docs/, tests/fixtures/ or state the "
                        "fact inline:\n" + "\n".join(found))
+
+
+# -- the registry is cheap ---------------------------------------------------------------------------------
+HEAVY = ("lab", "pyspark", "py4j", "great_expectations", "airflow")
+
+
+def test_loading_the_registry_imports_no_lab_and_no_spark():
+    """Every built-in record built, its checks, config models and report section read: no lab module, no Spark,
+    GX or Airflow is imported (they load only when a stage, a lab cluster or a DAG needs them)."""
+    import sys
+
+    code = ("import sys\nfrom audit import systems\n"
+            "for n in systems.names():\n    s = systems.get(n); s.checks; s.report; s.config.cluster_model\n"
+            f"print(sorted({{m for m in sys.modules if m.split('.')[0] in {HEAVY!r}}}))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_the_heavy_import_probe_sees_a_lab_import():
+    """The probe above would see a lab module: importing one's plugin shows up."""
+    import sys
+
+    code = f"import sys\nimport lab.bookkeeper.plugin\nprint(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "lab" in out.stdout
+
+
+# -- the layer rule inside each system package -------------------------------------------------------------
+# layer of audit/systems/<name>/ -> the layers of the same package it may import. `system` (the record) may
+# import every layer; a layer not listed here is a new one: add it with its rule.
+LAYERS: dict[str, set[str]] = {
+    "domain": set(),                                  # the rules: pure, no I/O
+    "formats": {"domain"},                            # decoders of native payloads
+    "config": {"domain"},                             # the estate's models
+    "collect": {"formats", "domain", "config"},       # read-only clients into the raw store
+    "transforms": {"formats", "domain"},              # Spark: raw -> tables -> findings
+    "report": {"domain"},
+    "suites": {"domain"},
+    "repair": {"collect", "formats", "domain", "config"},
+    "system": {"domain", "formats", "config", "collect", "transforms", "report", "suites", "repair"},
+}
+# what the domain may import from the shared core, and never: third-party or standard modules that do I/O
+DOMAIN_SHARED = {"audit.contracts", "audit.errors"}
+DOMAIN_FORBIDDEN = {"os", "io", "socket", "subprocess", "pathlib", "shutil", "requests", "urllib", "http", "boto3",
+                    "kazoo", "pyspark", "pandas", "pyarrow", "rocksdict", "kafka", "confluent_kafka", "websockets"}
+
+
+def _system_layer(module: str) -> tuple[str, str] | None:
+    """(system, layer) of a module inside audit/systems/<name>/; None elsewhere (and for the package itself)."""
+    parts = module.split(".")
+    if parts[:2] != ["audit", "systems"] or len(parts) < 4:
+        return None
+    return parts[2], parts[3]
+
+
+def _external_imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def layer_violations(modules: dict[str, Path], graph: dict[str, dict[str, int]]) -> list[str]:
+    out = []
+    for module, edges in graph.items():
+        where = _system_layer(module)
+        rel = modules[module].relative_to(ROOT).as_posix() if modules[module].is_relative_to(ROOT) else module
+        if where is None:
+            if module.startswith("audit") and any(t.split(".")[0] == "lab" for t in edges):
+                out.append(f"{rel}: shared code imports the lab")
+            continue
+        system, layer = where
+        if layer not in LAYERS:
+            out.append(f"{rel}: layer {layer!r} has no rule in LAYERS")
+            continue
+        for target, line in edges.items():
+            other = _system_layer(target)
+            if other is not None and other[0] != system:
+                out.append(f"{rel}:{line}: imports another system's {target}")
+            elif other is not None and other[1] != layer and other[1] not in LAYERS[layer]:
+                out.append(f"{rel}:{line}: {layer} imports {other[1]} ({target})")
+            elif target.split(".")[0] == "lab" and layer != "system":
+                out.append(f"{rel}:{line}: {layer} imports the lab ({target})")
+            elif layer == "domain" and other is None and target not in DOMAIN_SHARED:
+                out.append(f"{rel}:{line}: the domain imports {target} (allowed: {', '.join(sorted(DOMAIN_SHARED))})")
+        if layer == "domain":
+            for name in sorted(_external_imports(modules[module]) & DOMAIN_FORBIDDEN):
+                out.append(f"{rel}: the domain imports {name} (I/O)")
+    return out
+
+
+def test_layer_rule_sees_violations(tmp_path):
+    files = {"audit/systems/toy/domain/rules.py": "import os\nfrom audit.store import x\n",
+             "audit/systems/toy/formats/a.py": "from audit.systems.toy.collect.c import f\n",
+             "audit/systems/toy/collect/c.py": "from audit.systems.other.domain.r import g\nimport lab.toy\n",
+             "audit/systems/other/domain/r.py": "", "audit/store.py": "", "audit/pipeline.py": "import lab\n",
+             "lab/__init__.py": "", "lab/toy.py": "", "audit/systems/toy/system.py": "import lab.toy\n"}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    modules = project_modules(tmp_path, ("audit", "lab"))
+    found = layer_violations({m: p for m, p in modules.items()}, import_graph(modules))
+    text = "\n".join(found)
+    for expected in ("the domain imports audit.store", "the domain imports os (I/O)", "formats imports collect",
+                     "imports another system's audit.systems.other.domain.r", "collect imports the lab",
+                     "shared code imports the lab"):
+        assert expected in text, (expected, text)
+    assert len(found) == 6, text
+
+
+def test_layer_rule_inside_each_system_package():
+    modules = project_modules()
+    found = layer_violations(modules, import_graph(modules))
+    assert not found, "the layer rule inside a system package (LAYERS):\n" + "\n".join(found)

@@ -112,7 +112,7 @@ def test_a_failing_system_is_not_covered_and_hides_no_other_finding(tmp_path, re
   bookkeeper:
     - {name: bk-a, source: lab, lab: {seed: 5, ledgers: 24}}
 """)
-    with registered(replace(SYSTEM, audit=broken)):
+    with registered(replace(SYSTEM, pipeline=replace(SYSTEM.pipeline, audit=broken))):
         assert main(["run", "--estate", str(estate), "--run-id", "r1"]) == EXIT_VIOLATIONS
         summary, _ = _published(estate, "r1")
     assert {"system": "demo", "cluster": "*", "source": "audit job", "what": "audit of demo",

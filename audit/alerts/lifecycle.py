@@ -15,20 +15,15 @@ Both follow one lifecycle, Alertmanager's model for a nightly job:
 Two identical nights therefore send nothing on the second."""
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, replace
 from typing import Iterable, Mapping, NamedTuple
 
+from audit.findings import fingerprint
 from audit.contracts import SEVERITIES
 
 INCOMPLETE = "audit_incomplete"
 NEW, WORSE, REMINDER, RESOLVED = "new", "worse", "reminder", "resolved"
 INCOMPLETE_SEVERITY = "major"     # an audit that cannot see is never quieter than the findings it may hide
-
-
-def fingerprint(system: str, cluster: str, check: str, subject: str) -> str:
-    """Stable across runs and hosts: the same finding tomorrow has the same fingerprint."""
-    return hashlib.sha256("\x1f".join((system, cluster, check, subject)).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ def _print_summary(summary: dict, as_json: bool) -> None:
 
 # -- commands ------------------------------------------------------------------------------
 def cmd_inspect(args) -> int:
-    from audit.formats.errors import PayloadError
+    from audit.errors import PayloadError
     from audit.formats.inspect import inspect_file
 
     try:

@@ -22,10 +22,10 @@ def walk(paths: Iterable[Path]) -> list[tuple[Path, str]]:
 def import_paths(writer, system, cluster: str, kind: str, paths: Iterable[Path], options: dict) -> dict:
     """Store the files of `paths` as `kind` evidence of `system`'s `cluster`; {"stored", "rejected", "keys"}.
     Raises ValueError naming the flag for an unknown kind or an option the kind does not take."""
-    if kind not in system.import_kinds:
-        raise ValueError(f"--kind {kind!r}: expected one of {', '.join(system.import_kinds)} for --system "
+    if kind not in system.pipeline.import_kinds:
+        raise ValueError(f"--kind {kind!r}: expected one of {', '.join(system.pipeline.import_kinds)} for --system "
                          f"{system.name}")
-    spec = system.import_kinds[kind]
+    spec = system.pipeline.import_kinds[kind]
     allowed = {o.name for o in spec.options}
     given = {k: v for k, v in options.items() if v is not None}
     for name in given:

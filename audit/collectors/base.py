@@ -9,15 +9,11 @@ from __future__ import annotations
 import json
 import os
 import threading
-from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, runtime_checkable
+from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
-from audit.formats.errors import PayloadError
-
-if TYPE_CHECKING:
-    from audit.config.secrets import SecretResolver
+from audit.errors import PayloadError
 
 
 @runtime_checkable
@@ -86,16 +82,6 @@ class CollectionReport:
     def from_dict(cls, d: Mapping[str, Any]) -> "CollectionReport":
         return cls(d["system"], d["cluster"], dict(d.get("counts", {})),
                    [CoverageGap(g["source"], g["what"], g["error"]) for g in d.get("gaps", [])])
-
-
-class Collector(ABC):
-    """One per system. `cluster_cfg` is the cluster's mapping from the estate file."""
-
-    system: str
-
-    @abstractmethod
-    def collect(self, cluster_cfg: Mapping[str, Any], sink: RawSink, secrets: "SecretResolver") -> CollectionReport:
-        ...
 
 
 class SinkError(Exception):

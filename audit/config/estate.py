@@ -70,7 +70,8 @@ def estate_model() -> type[BaseModel]:
     """The model of an estate file for the systems registered now."""
     from audit import systems
 
-    return _compose(tuple((s.name, s.title, s.cluster_model, s.thresholds_model, s.lab_config)
+    return _compose(tuple((s.name, s.title, s.config.cluster_model, s.config.thresholds_model,
+                          s.lab.config if s.lab else None)
                           for s in systems.all_systems()))
 
 

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from audit.contracts import Sniffer
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 _BASE64_TEXT = re.compile(rb"[A-Za-z0-9+/\s]+={0,2}\s*")
 
@@ -22,7 +22,10 @@ def sniffers() -> list[Sniffer]:
     system's binary payload)."""
     from audit import systems
 
-    found = [s for system in systems.all_systems() for s in system.sniffers()]
+    found = []
+    for system in systems.all_systems():
+        by_name, by_content = system.pipeline.sniffers()
+        found += [Sniffer(*s, by_name=True) for s in by_name] + [Sniffer(*s) for s in by_content]
     kinds = [s.kind for s in found]
     duplicate = next((k for k in kinds if kinds.count(k) > 1), None)
     if duplicate:

@@ -31,7 +31,8 @@ def error_item(system: str, exc: RepairInputError, **where: Any) -> dict[str, An
 
 
 def plans_in_file(doc: Mapping[str, Any]) -> list[dict]:
-    """Every plan of a run's reports/repair_plan.json, every system's, in key order ("plans" and "<system>_plans":
-    the layout audit.report.build.repair_plan_file writes)."""
-    return [p for key, plans in sorted(doc.items()) if (key == "plans" or key.endswith("_plans"))
-            and isinstance(plans, list) for p in plans if isinstance(p, dict) and "plan_id" in p]
+    """Every plan of a run's reports/repair_plan.json, every system's, in system-name order (the layout
+    audit.report.build.repair_plan_file writes)."""
+    found = doc.get("systems") if isinstance(doc.get("systems"), Mapping) else {}
+    return [p for _, part in sorted(found.items()) if isinstance(part, Mapping) and isinstance(part.get("plans"), list)
+            for p in part["plans"] if isinstance(p, dict) and "plan_id" in p]

@@ -117,14 +117,14 @@ def plan_actions(saved: SavedPlan, estate: Any, secrets: Any) -> list[RepairActi
         system = systems.get(saved.system)
     except KeyError:
         raise RepairRefused(plan_id, f"no registered system {saved.system!r}") from None
-    if system.repair_actions is None:
+    if system.repair is None or system.repair.actions is None:
         raise RepairRefused(plan_id, f"{system.title} plans are carried out by hand: follow their steps")
     try:
         cluster = estate.cluster(system.name, str(saved.plan.get("cluster")))
     except KeyError as exc:
         raise RepairRefused(plan_id, str(exc).strip("'\"")) from None
     try:
-        return list(system.repair_actions(saved.plan, cluster, secrets))
+        return list(system.repair.actions(saved.plan, cluster, secrets))
     except RepairInputError as exc:
         raise RepairRefused(plan_id, str(exc)) from None
 

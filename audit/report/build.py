@@ -6,65 +6,21 @@ the lab, its ground truth. Everything a system adds -- its summary keys, HTML fr
 dry-run repair plans -- comes from the declared systems' records (audit.contracts.System): nothing here names
 a system.
 
-repair_plan.json keeps the layout it had before systems were plug-ins: {"dry_run": true, "plans": [...],
-"<name>_plans": [...], "<name>_errors": [...]}, where the registry's first system (the original one) writes its
-plans under "plans" and its errors under "errors", and every other system under "<name>_plans" / "<name>_errors";
-each declared system's keys are written (empty lists when it planned nothing) and "plans" is always there."""
+repair_plan.json holds each declared system's plans and errors under its name (repair_plan_file)."""
 from __future__ import annotations
 
 import json
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from audit.alerts.lifecycle import fingerprint
+from audit.findings import fingerprint
 from audit.contracts import RunOutputs, System
 from audit.history.metrics import run_gauges
 from audit.history.trend import trends
 from audit.report.html import render_html
 from audit.report.summary import build_summary
-
-_SKIPPED = ("_", ".")   # Spark's _SUCCESS / _temporary, .crc files
-
-
-def _table_file_rows(source: Any, folders: Sequence[str], columns: list[str] | None = None) -> list[dict]:
-    """Rows of one Parquet file (`source`: a path or a file object) found below a table folder in `folders`: a
-    `key=value` folder gives column `key` to rows without it. `columns`: read only these (those the file lacks
-    are left out of its rows)."""
-    import pyarrow.parquet as pq
-
-    pf = pq.ParquetFile(source)
-    cols = None if columns is None else [c for c in columns if c in pf.schema_arrow.names]
-    rows = pf.read(columns=cols).to_pylist()
-    hive = dict(p.split("=", 1) for p in folders if "=" in p)
-    for r in rows:
-        for k, v in hive.items():
-            r.setdefault(k, v)
-    return rows
-
-
-def _is_data(parts: Sequence[str]) -> bool:
-    return parts[-1].endswith(".parquet") and not any(p.startswith(_SKIPPED) for p in parts)
-
-
-def read_rows(path: Path | str, columns: Iterable[str] | None = None) -> list[dict]:
-    """Every row of the Parquet table at `path`: one file, a folder of part files, or a folder of per-system
-    folders (`<system>/` or `system=<system>/`, any depth) -- the old flat layout and the new nested one alike.
-    Names starting with "_" or "." are skipped. A `key=value` folder gives column `key` to rows without it.
-    `columns`: read only these (those a file lacks are left out of its rows). [] for a missing path."""
-    path = Path(path)
-    wanted = list(columns) if columns is not None else None
-    if path.is_file():
-        return _table_file_rows(str(path), (), wanted)
-    if not path.is_dir():
-        return []
-    rows: list[dict] = []
-    for f in sorted(path.rglob("*.parquet")):
-        rel = f.relative_to(path).parts
-        if f.is_file() and _is_data(rel):
-            rows += _table_file_rows(str(f), rel[:-1], wanted)
-    return rows
-
+from audit.tables import file_rows, is_data_file, read_rows
 
 def _coverage(root: Path) -> list[dict]:
     gaps = []
@@ -100,25 +56,16 @@ def _ground_truth(root: Path) -> dict[str, Any]:
     return {f.parent.name: json.loads(f.read_text()) for f in sorted((root / "raw" / "_lab").glob("*/ground_truth.json"))}
 
 
-def _first_system() -> str | None:
-    from audit.systems import names
-
-    return next(iter(names()), None)
-
-
 def repair_plans(systems: Sequence[System], outputs: RunOutputs) -> dict[str, tuple[list[dict], list[dict]]]:
     """System name -> (plans, errors) of its `plan_repairs` (systems without a planner are left out)."""
-    return {s.name: tuple(s.plan_repairs(outputs)) for s in systems if s.plan_repairs is not None}
+    return {s.name: tuple(s.repair.plan(outputs)) for s in systems if s.repair is not None}
 
 
 def repair_plan_file(planned: dict[str, tuple[list[dict], list[dict]]]) -> dict[str, Any]:
-    """The content of reports/repair_plan.json (layout: this module's docstring)."""
-    first = _first_system()
-    out: dict[str, Any] = {"dry_run": True, "plans": []}
-    for name, (plans, errors) in planned.items():
-        prefix = "" if name == first else f"{name}_"
-        out[f"{prefix}plans"], out[f"{prefix}errors"] = plans, errors
-    return out
+    """The content of reports/repair_plan.json: {"dry_run": true, "systems": {<name>: {"plans", "errors"}}}, one
+    entry per declared system with a planner (empty lists when it planned nothing)."""
+    return {"dry_run": True, "systems": {name: {"plans": list(plans), "errors": list(errors)}
+                                         for name, (plans, errors) in planned.items()}}
 
 
 def plan_summary(system: str, plan: dict) -> dict[str, Any]:
@@ -183,6 +130,6 @@ def load_violations(store, writer) -> list[dict]:
     out = []
     for key in store.list(prefix):
         parts = key[len(prefix):].split("/")
-        if _is_data(parts):
-            out += _table_file_rows(io.BytesIO(store.get(key)), parts[:-1])
+        if is_data_file(parts):
+            out += file_rows(io.BytesIO(store.get(key)), parts[:-1])
     return out

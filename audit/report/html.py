@@ -5,10 +5,10 @@ its own fragment (`ReportSection.html`), built with `_e` / `_table` from this mo
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from html import escape
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from audit.contracts import SEVERITIES, System
+from audit.report.fragments import esc, table
 
 MAX_FINDINGS_PER_CLUSTER = 500   # beyond this the page points to findings/violations
 STYLE = """
@@ -21,18 +21,6 @@ vertical-align:top}th{background:#f3f3f3}.status{display:inline-block;padding:2p
 """
 
 
-def _e(v: Any) -> str:
-    return "" if v is None else escape(str(v), quote=True)
-
-
-def _table(headers: Iterable[str], rows: Iterable[Iterable[Any]], raw_cols: frozenset[int] = frozenset()) -> str:
-    """`raw_cols`: indexes of cells that are already HTML (built here from escaped parts)."""
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c if i in raw_cols else _e(c)}</td>" for i, c in enumerate(r)) + "</tr>"
-                   for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def render_html(summary: Mapping[str, Any], violations: list[Mapping[str, Any]],
                 systems: Sequence[System] | None = None, *, data_docs_href: str = "data_docs/index.html") -> str:
     """`systems`: the run's systems, whose report sections add their fragments (in this order) after the
@@ -43,10 +31,10 @@ def render_html(summary: Mapping[str, Any], violations: list[Mapping[str, Any]],
         systems = all_systems()
     status = str(summary.get("status", "incomplete"))
     title = f"replaudit report: {summary.get('estate')} run {summary.get('run_id')}"
-    parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title>"
+    parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{esc(title)}</title>"
              f"<style>{STYLE}</style></head><body>",
-             f"<h1>{_e(title)}</h1>",
-             f"<p>Status: <span class=\"status {_e(status)}\" id=\"status\">{_e(status)}</span></p>"]
+             f"<h1>{esc(title)}</h1>",
+             f"<p>Status: <span class=\"status {esc(status)}\" id=\"status\">{esc(status)}</span></p>"]
     run = summary.get("run") or {}
     if run.get("kind") == "incident":
         parts.append(_scope_section(run.get("scope") or {}))
@@ -75,10 +63,10 @@ def _counts_section(summary: Mapping[str, Any], systems: Sequence[System]) -> st
     counts = summary.get("counts") or {}
     by_cluster = counts.get("by_cluster") or {}
     rows = [[c, *(sev.get(s, 0) for s in SEVERITIES), sum(sev.values())] for c, sev in by_cluster.items()]
-    out = [f"<h2>Findings: {_e(counts.get('total', 0))}</h2>"]
-    out.append(_table(["cluster", *SEVERITIES, "total"], rows) if rows else "<p>No findings.</p>")
+    out = [f"<h2>Findings: {esc(counts.get('total', 0))}</h2>"]
+    out.append(table(["cluster", *SEVERITIES, "total"], rows) if rows else "<p>No findings.</p>")
     if counts.get("by_check"):
-        out.append(_table(["check", "findings", "what it means"],
+        out.append(table(["check", "findings", "what it means"],
                           [[c, n, _meaning_by_check(c, systems)] for c, n in counts["by_check"].items()]))
     return "\n".join(out)
 
@@ -86,15 +74,15 @@ def _counts_section(summary: Mapping[str, Any], systems: Sequence[System]) -> st
 def _scope_section(scope: Mapping[str, Any]) -> str:
     """An incident check: exactly what it was asked to cover, and what of the estate it left out."""
     def listed(key: str, everything: str) -> str:
-        return _e(", ".join(map(str, scope.get(key) or ())) or everything)
+        return esc(", ".join(map(str, scope.get(key) or ())) or everything)
 
     window = scope.get("window_ms")
     rows = [["systems", listed("systems", "all declared")], ["clusters", listed("clusters", "all of them")],
             ["subjects", listed("subjects", "everything")],
-            ["window", _e(f"the last {window // 1000} s" if window else "none")],
-            ["deep", _e("yes" if scope.get("deep") else "no")],
+            ["window", esc(f"the last {window // 1000} s" if window else "none")],
+            ["deep", esc("yes" if scope.get("deep") else "no")],
             ["not covered (not asked)", listed("not_asked", "nothing")]]
-    return '<h2 id="incident">Incident check</h2>' + _table(["scope", "value"], rows, frozenset({1}))
+    return '<h2 id="incident">Incident check</h2>' + table(["scope", "value"], rows, frozenset({1}))
 
 
 def _day(ms: Any) -> str:
@@ -116,14 +104,14 @@ def _findings_section(violations: list[Mapping[str, Any]]) -> str:
     for (system, cluster), items in sorted(groups.items()):
         items = sorted(items, key=lambda v: (rank.get(v.get("severity"), 99), str(v.get("check")),
                                              -(v.get("entry_count") or 0), str(v.get("subject"))))
-        out.append(f"<h3>{_e(system)} / {_e(cluster)}</h3>")
+        out.append(f"<h3>{esc(system)} / {esc(cluster)}</h3>")
         shown = items[:MAX_FINDINGS_PER_CLUSTER]
         seen = any(v.get("first_seen_ms") is not None for v in shown)
-        rows = [[f'<span class="sev-{_e(v.get("severity"))}">{_e(v.get("severity"))}</span>',
-                 f'<span title="{_e(meaning(system, str(v.get("check"))))}">{_e(v.get("check"))}</span>',
+        rows = [[f'<span class="sev-{esc(v.get("severity"))}">{esc(v.get("severity"))}</span>',
+                 f'<span title="{esc(meaning(system, str(v.get("check"))))}">{esc(v.get("check"))}</span>',
                  v.get("subject"), v.get("entry_count"), v.get("message")]
                 + ([_day(v.get("first_seen_ms"))] if seen else []) for v in shown]
-        out.append(_table(["severity", "check", "subject", "entries", "message"] + (["first seen"] if seen else []),
+        out.append(table(["severity", "check", "subject", "entries", "message"] + (["first seen"] if seen else []),
                           rows, frozenset({0, 1})))
         if len(items) > len(shown):
             out.append(f'<p class="muted">{len(items) - len(shown)} more in findings/violations.</p>')
@@ -135,7 +123,7 @@ def _gaps_section(gaps: list[Mapping[str, Any]]) -> str:
         return "<h2>Coverage</h2><p>Everything configured was audited.</p>"
     rows = [[g.get("system"), g.get("cluster"), g.get("source"), g.get("what"), g.get("error")] for g in gaps]
     return (f"<h2>Coverage gaps: {len(gaps)}</h2><p>These could not be audited; their findings may be missing."
-            f"</p>" + _table(["system", "cluster", "source", "what", "error"], rows))
+            f"</p>" + table(["system", "cluster", "source", "what", "error"], rows))
 
 
 def _plot(values: list, width: int = 320, height: int = 60) -> str:
@@ -162,9 +150,9 @@ def _history_section(history: Mapping[str, Any]) -> str:
     for name, values in (history.get("metrics") or {}).items():
         known = [v for v in values if v is not None]
         last = values[-1] if values else None
-        out.append(f'<tr id="history-{_e(name)}"><td>{_e(name)}</td><td>{_e("-" if last is None else f"{last:g}")}'
-                   f'</td><td>{_e(f"{min(known):g}" if known else "-")}</td>'
-                   f'<td>{_e(f"{max(known):g}" if known else "-")}</td><td>{_plot(values)}</td></tr>')
+        out.append(f'<tr id="history-{esc(name)}"><td>{esc(name)}</td><td>{esc("-" if last is None else f"{last:g}")}'
+                   f'</td><td>{esc(f"{min(known):g}" if known else "-")}</td>'
+                   f'<td>{esc(f"{max(known):g}" if known else "-")}</td><td>{_plot(values)}</td></tr>')
     out.append("</table>")
     return "".join(out)
 
@@ -175,28 +163,28 @@ def _validation_section(gx: Mapping[str, Any], docs_href: str) -> str:
     if not suites:
         out.append("<p>Validation did not run.</p>")
         return "\n".join(out)
-    out.append(_table(["suite", "status", "error"], [[s.get("name"), s.get("status"), s.get("error")]
+    out.append(table(["suite", "status", "error"], [[s.get("name"), s.get("status"), s.get("error")]
                                                       for s in suites]))
     failed = gx.get("failed_expectations") or []
     if failed:
-        out.append(_table(["suite", "check", "severity", "expectation", "unexpected"],
+        out.append(table(["suite", "check", "severity", "expectation", "unexpected"],
                           [[f.get("suite"), f.get("check"), f.get("severity"), f.get("expectation_type"),
                             f.get("unexpected_count")] for f in failed]))
     if gx.get("docs_index"):
-        out.append(f'<p><a id="data-docs" href="{_e(docs_href)}">Data Docs</a></p>')
+        out.append(f'<p><a id="data-docs" href="{esc(docs_href)}">Data Docs</a></p>')
     return "\n".join(out)
 
 
 def _lab_section(lab: Mapping[str, Any]) -> str:
     kinds = ("injected", "detected", "wrong_count", "missed", "false_alarms")
-    out = [f"<h2>Lab scorecard</h2><p>{_e(lab.get('faults'))} faults injected in "
-           f"{_e(', '.join(lab.get('clusters') or []))}; expected findings vs. this run.</p>",
-           _table(["", *kinds], [["all", *(lab.get(k, 0) for k in kinds)],
+    out = [f"<h2>Lab scorecard</h2><p>{esc(lab.get('faults'))} faults injected in "
+           f"{esc(', '.join(lab.get('clusters') or []))}; expected findings vs. this run.</p>",
+           table(["", *kinds], [["all", *(lab.get(k, 0) for k in kinds)],
                                  *([c, *(v.get(k, 0) for k in kinds)] for c, v in (lab.get("by_check") or {}).items())])]
     for name, key in (("Wrong counts", "wrong_count_items"), ("Missed", "missed_items"),
                       ("False alarms", "false_alarm_items")):
         items = lab.get(key) or []
         if items:
             cols = sorted({k for i in items for k in i})
-            out.append(f"<h3>{name}</h3>" + _table(cols, [[i.get(c) for c in cols] for i in items]))
+            out.append(f"<h3>{name}</h3>" + table(cols, [[i.get(c) for c in cols] for i in items]))
     return "\n".join(out)

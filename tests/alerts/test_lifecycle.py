@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from audit.alerts.lifecycle import (INCOMPLETE, Policy, Signal, Tracked, fingerprint, from_gaps, from_violations,
+from audit.findings import fingerprint
+from audit.alerts.lifecycle import (INCOMPLETE, Policy, Signal, Tracked, from_gaps, from_violations,
                                     transition)
 
 DAY = 24 * 3600 * 1000

@@ -7,7 +7,7 @@ from audit.systems.bookkeeper.collect.collector import parse_cluster
 from audit.config import EstateError
 from audit.config.estate import estate_schema, parse_estate
 from audit.config.values import Name, Record, choice, integer, record
-from audit.contracts import System
+from audit.contracts import Pipeline, System, SystemConfig
 
 HEAD = "estate: e\nstore: {uri: file:///tmp/replaudit-x}\n"
 
@@ -28,8 +28,8 @@ class ToyThresholds(Record):
 
 
 def _toy_system(thresholds=ToyThresholds, name="toy") -> System:
-    return System(name=name, title="Toy", cluster_model=ToyCluster, thresholds_model=thresholds,
-                  collect=lambda req: (None, None), normalize=lambda *a: {}, audit=lambda *a: {}, checks={},
+    return System(name=name, title="Toy", checks={}, config=SystemConfig(ToyCluster, thresholds),
+                  pipeline=Pipeline(collect=lambda req: None, normalize=lambda *a: {}, audit=lambda *a: {}),
                   report=None)
 
 

@@ -38,7 +38,7 @@ def test_the_report_plots_each_metric():
 
 
 def test_findings_show_when_they_were_first_seen(tmp_path):
-    from audit.alerts.lifecycle import fingerprint
+    from audit.findings import fingerprint
     from audit.report.build import build_run_report
     from tests.report.systems import SYSTEMS, staged, write_table
 

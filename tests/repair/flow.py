@@ -12,7 +12,7 @@ from pathlib import Path
 
 import requests
 
-from audit.contracts import Precheck, RepairAction
+from audit.contracts import Precheck, Repair, RepairAction
 from audit.repair.common import RepairInputError, plan_id
 from audit.store import open_store
 from audit.store.run import RunWriter
@@ -90,7 +90,7 @@ def actions(plan, cluster, secrets) -> list[RepairAction]:
 
 @contextmanager
 def repairable_demo():
-    with registered(replace(SYSTEM, repair_actions=actions)):
+    with registered(replace(SYSTEM, repair=Repair(lambda outputs: ([], []), actions))):
         yield
 
 
@@ -117,6 +117,6 @@ systems:
 def publish_plans(tmp_path: Path, plans: list[dict], run_id: str = "run-1") -> str:
     """A published run whose reports/repair_plan.json holds `plans`; returns the file's store key."""
     writer = RunWriter(open_store(f"file://{tmp_path / 'store'}"), "repairs", run_id)
-    key = writer.put("reports", "repair_plan.json", json.dumps({"dry_run": True, "demo_plans": plans}).encode())
+    key = writer.put("reports", "repair_plan.json", json.dumps({"dry_run": True, "systems": {"demo": {"plans": plans, "errors": []}}}).encode())
     writer.publish({"status": "violations"})
     return key

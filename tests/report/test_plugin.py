@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from audit import systems as registry
-from audit.contracts import Check, ReportSection, RunOutputs, System
-from audit.report.build import build_run_report, load_violations, read_rows
+from audit.contracts import Check, Pipeline, Repair, ReportSection, RunOutputs, System, SystemConfig
+from audit.report.build import build_run_report, load_violations
+from audit.tables import read_rows
 from audit.report.html import render_html
 from audit.report.text import render_text
 from tests.report.systems import SYSTEMS, write_table
@@ -61,13 +62,14 @@ def _toy_plans(outputs):
 
 
 TOY = System(
-    name="toy", title="Toy", cluster_model=dict, collect=lambda req: (None, None), normalize=lambda *a: {},
-    audit=lambda *a: {}, checks={"toy.broken": Check("major", "a widget is broken")},
+    name="toy", title="Toy", checks={"toy.broken": Check("major", "a widget is broken")},
+    config=SystemConfig(dict),
+    pipeline=Pipeline(collect=lambda req: None, normalize=lambda *a: {}, audit=lambda *a: {}),
     report=ReportSection(summary=_toy_summary, html=_toy_html, text=_toy_text,
                          truth_key=lambda f: (f["check"], f["cluster"], f["widget"]), claims=_toy_claims,
                          truth_item=lambda f: {"widget": f["widget"]}, truth_required=("check", "cluster", "widget"),
                          scorecard=_toy_scorecard, scorecard_key="widgets"),
-    plan_repairs=_toy_plans)
+    repair=Repair(_toy_plans))
 
 
 @pytest.fixture
@@ -125,9 +127,10 @@ def test_a_system_registered_at_run_time_is_in_every_report(tmp_path, toy):
     assert written["repair_errors"] == [{"system": "toy", "error": "widget ?? has no name"}]
 
     plans = json.loads((tmp_path / "reports" / "repair_plan.json").read_text())
-    assert plans["dry_run"] is True and [p["plan_id"] for p in plans["toy_plans"]] == ["p-w1"]
-    assert [e["error"] for e in plans["toy_errors"]] == ["widget ?? has no name"]
-    assert (plans["plans"], plans["pulsar_plans"], plans["pulsar_errors"]) == ([], [], [])
+    toy_part = plans["systems"]["toy"]
+    assert plans["dry_run"] is True and [p["plan_id"] for p in toy_part["plans"]] == ["p-w1"]
+    assert [e["error"] for e in toy_part["errors"]] == ["widget ?? has no name"]
+    assert plans["systems"]["bookkeeper"] == plans["systems"]["pulsar"] == {"plans": [], "errors": []}
 
     page = (tmp_path / "reports" / "report.html").read_text()
     assert '<h2 id="toy">Toy widgets: 3 (2 broken)</h2>' in page and "toy / t1" in page
@@ -144,7 +147,7 @@ def test_the_report_shows_only_the_systems_it_is_given(tmp_path, toy):
     page = (tmp_path / "reports" / "report.html").read_text()
     assert "Replica counts" not in page and "Pulsar" not in page and 'id="toy"' in page
     plans = json.loads((tmp_path / "reports" / "repair_plan.json").read_text())
-    assert set(plans) == {"dry_run", "plans", "toy_plans", "toy_errors"} and plans["plans"] == []
+    assert set(plans) == {"dry_run", "systems"} and set(plans["systems"]) == {"toy"}
     assert 'id="toy"' in render_html(summary, [], [toy]) and "toy: 3 widget(s)" in render_text(summary, [toy])
 
 

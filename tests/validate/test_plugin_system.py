@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel
 
 from audit import systems
-from audit.contracts import Check, ReportSection, System
+from audit.contracts import Check, Pipeline, ReportSection, System, SystemConfig, Validation
 from audit.validate.gx_runner import applicable_suites, run_validations
 from audit.validate.spec import SuiteSpec, expect
 
@@ -33,10 +33,10 @@ def _unused(*args, **kwargs):
 
 
 DEMO = System(
-    name="demo", title="Demo", cluster_model=DemoCluster, collect=_unused, normalize=_unused, audit=_unused,
-    checks=CHECKS, report=ReportSection(summary=_unused, html=_unused, text=_unused, truth_key=_unused,
+    name="demo", title="Demo", checks=CHECKS, config=SystemConfig(DemoCluster),
+    pipeline=Pipeline(collect=_unused, normalize=_unused, audit=_unused), report=ReportSection(summary=_unused, html=_unused, text=_unused, truth_key=_unused,
                                         claims=_unused, truth_item=_unused),
-    suites=lambda: (LAG_SUITE,), validate_tables={"demo_lag": ("metrics", "demo_lag")})
+    validation=Validation(lambda: (LAG_SUITE,), {"demo_lag": ("metrics", "demo_lag")}))
 
 
 @pytest.fixture
@@ -84,7 +84,7 @@ def test_only_the_given_systems_and_the_shared_suite_run(spark, tmp_path):
 def test_a_suite_gx_cannot_build_is_an_error_and_the_others_run(spark, tmp_path):
     broken = SuiteSpec("demo_broken", "demo_lag", (
         expect("ExpectNoSuchThing", {"column": "lag"}, "demo.lag", CHECKS, "cannot be built"),))
-    system = replace(DEMO, suites=lambda: (LAG_SUITE, broken))
+    system = replace(DEMO, validation=replace(DEMO.validation, suites=lambda: (LAG_SUITE, broken)))
     tables = {"violations": spark.createDataFrame([], VIOLATIONS),
               "demo_lag": spark.createDataFrame([("p0", 0)], LAG)}
     outcome = run_validations(spark, tables, PROJECT, tmp_path, systems=[system])

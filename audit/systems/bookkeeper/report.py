@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping
 from audit.contracts import ReportSection, RunOutputs
 from audit.systems.bookkeeper.domain.evidence import ENTRIES_OF_LEDGER, LOCATION_INDEX, READ_PROBE
 from audit.report.svg import bar_chart
-from audit.report.sections import evidence
+from audit.report.fragments import evidence
 
 _LEDGER_IN_SUBJECT = re.compile(r"\bledger[\s:/=#-]*(\d+)", re.IGNORECASE)
 METRICS = ("metrics", "bk_ledger_replicas")      # under the attempt folder
@@ -112,7 +112,7 @@ def how_read(read: Mapping[str, Any]) -> str:
 
 
 def summary(outputs: RunOutputs) -> dict[str, Any]:
-    from audit.report.build import read_rows
+    from audit.tables import read_rows
 
     metrics = replica_metrics(read_rows(outputs.root.joinpath(*METRICS)))
     metrics["bookie_reads"] = bookie_reads(
@@ -125,7 +125,7 @@ def summary(outputs: RunOutputs) -> dict[str, Any]:
 def html(summary: Mapping[str, Any], violations: list) -> str:
     """The least-replicas histogram (bars below the smallest ack quorum are drawn as alarms) and how each bookie's
     entries were read."""
-    from audit.report.html import _table
+    from audit.report.fragments import table
 
     metrics = summary.get("metrics") or {}
     histogram = {int(k): int(v) for k, v in (metrics.get("replica_histogram") or {}).items()}
@@ -135,7 +135,7 @@ def html(summary: Mapping[str, Any], violations: list) -> str:
     rows = [[cluster, read.get("bookie"), how_read(read)]
             for cluster, reads in sorted((metrics.get("bookie_reads") or {}).items()) for read in reads]
     if rows:
-        out += "<h2 id=\"bookie-reads\">How bookies were read</h2>" + _table(["cluster", "bookie", "entries read by"],
+        out += "<h2 id=\"bookie-reads\">How bookies were read</h2>" + table(["cluster", "bookie", "entries read by"],
                                                                            rows)
     return out
 

@@ -2,12 +2,11 @@
 entry lists. docs/bookkeeper/ describes it; docs/formats/bookkeeper.md the formats it reads."""
 from __future__ import annotations
 
+from audit.contracts import (CollectRequest, Incident, Lab, Pipeline, Repair, System, SystemConfig, Validation)
 from audit.systems.bookkeeper.collect.imports import KINDS
 from audit.systems.bookkeeper.config import BookKeeperCluster, BookKeeperThresholds
-from audit.contracts import CollectRequest, Sniffer, System, lazy, lazy_value
 from audit.systems.bookkeeper.domain.checks import CHECKS
 from audit.systems.bookkeeper.report import SECTION
-from lab.bookkeeper.config import parse_lab_config
 
 NAME = "bookkeeper"
 
@@ -30,59 +29,80 @@ def ledger_of_key(key: str) -> str | None:
 
 
 def collect(req: CollectRequest):
-    """The lab (source: lab) or the real collector (source: zookeeper or admin_http). An incident check's
-    subjects are ledger ids (patterns such as `2156` or `21*`): the collectors read the metadata of those ledgers
-    only and ask the bookies about them only; the lab stores only their evidence and its ground truth speaks only
-    of them."""
+    """The real collector (source: zookeeper or admin_http). An incident check's subjects are ledger ids (patterns
+    such as `2156` or `21*`): the collector reads the metadata of those ledgers only, asks the bookies about them
+    only and stores only their evidence."""
     from audit.collectors.base import ScopedSink
-
-    scoped = bool(req.scope.subjects)
-    sink = ScopedSink(req.sink, ledger_of_key, req.scope) if scoped else req.sink
-    if req.cluster.source == "lab":
-        from lab.bookkeeper.runner import collect as collect_lab
-
-        report, truth = collect_lab(req.cluster, sink, req.secrets, req.as_of_ms,
-                                    req.thresholds.open_ledger_max_age_s)
-        return report, (_scoped_truth(truth, req.scope) if scoped else truth)
     from audit.systems.bookkeeper.collect.collector import BookKeeperCollector
 
-    return BookKeeperCollector(scope=req.scope).collect(req.cluster, sink, req.secrets), None
+    sink = ScopedSink(req.sink, ledger_of_key, req.scope) if req.scope.subjects else req.sink
+    return BookKeeperCollector(scope=req.scope).collect(req.cluster, sink, req.secrets)
 
 
-def _scoped_truth(truth: dict, scope) -> dict:
-    """The lab's ground truth of the ledgers asked for only (what the scoped collection can speak for)."""
-    from collections import Counter
+def normalize(spark, raw_dir: str, tables_dir: str) -> dict:
+    from audit.systems.bookkeeper.transforms.normalize import run
 
-    def wanted(item) -> bool:
-        return not isinstance(item, dict) or item.get("ledger_id") is None or scope.wants(str(item["ledger_id"]))
-
-    out = {**truth, **{k: [i for i in v if wanted(i)] for k, v in truth.items() if isinstance(v, list)
-                       and k != "faults"}}
-    if isinstance(truth.get("summary"), dict):
-        out["summary"] = {**truth["summary"], "findings_by_check": dict(Counter(f["check"] for f in out["findings"]))}
-    return out
+    return run(spark, raw_dir, tables_dir)
 
 
-def sniffers() -> list[Sniffer]:
+def audit(spark, tables_dir: str, attempt_dir: str, request) -> dict:
+    from audit.systems.bookkeeper.transforms.audit import run
+
+    return run(spark, tables_dir, attempt_dir, request)
+
+
+def sniffers():
     from audit.systems.bookkeeper.formats.sniff import SNIFFERS
 
-    return [Sniffer(*s) for s in SNIFFERS]
+    return (), SNIFFERS
+
+
+def suites():
+    from audit.systems.bookkeeper.suites import SUITES
+
+    return SUITES
+
+
+def plan_repairs(outputs):
+    from audit.systems.bookkeeper.repair.plan import plan_run
+
+    return plan_run(outputs)
+
+
+def repair_actions(plan, cluster, secrets):
+    from audit.systems.bookkeeper.repair.apply import actions
+
+    return actions(plan, cluster, secrets)
+
+
+def lab_collect(req: CollectRequest):
+    from lab.bookkeeper.plugin import collect as collect_lab
+
+    return collect_lab(req)
+
+
+def lab_config(block):
+    from lab.bookkeeper.config import parse_lab_config
+
+    return parse_lab_config(block)
+
+
+def lab_scope_truth(truth: dict, scope, cluster) -> dict:
+    from lab.bookkeeper.plugin import scope_truth
+
+    return scope_truth(truth, scope, cluster)
 
 
 SYSTEM = System(
-    name=NAME, title="BookKeeper", cluster_model=BookKeeperCluster, thresholds_model=BookKeeperThresholds,
-    collect=collect,
-    normalize=lazy("audit.systems.bookkeeper.transforms.normalize:run"),
-    audit=lazy("audit.systems.bookkeeper.transforms.audit:run"),
-    checks=CHECKS, report=SECTION, import_kinds=KINDS, sniffers=sniffers,
-    suites=lazy_value("audit.systems.bookkeeper.suites:SUITES"),
-    validate_tables={"bk_ledger_replicas": ("metrics", "bk_ledger_replicas")},
-    plan_repairs=lazy("audit.systems.bookkeeper.repair.plan:plan_run"),
-    repair_actions=lazy("audit.systems.bookkeeper.repair.apply:actions"),
+    name=NAME, title="BookKeeper", checks=CHECKS,
+    config=SystemConfig(BookKeeperCluster, BookKeeperThresholds),
+    pipeline=Pipeline(collect=collect, normalize=normalize, audit=audit, import_kinds=KINDS, sniffers=sniffers),
+    report=SECTION,
+    validation=Validation(suites, {"bk_ledger_replicas": ("metrics", "bk_ledger_replicas")}),
+    repair=Repair(plan_repairs, repair_actions),
+    lab=Lab(collect=lab_collect, config=lab_config, scope_truth=lab_scope_truth),
+    incident=Incident("ledger (its decimal id: 2156, or a pattern such as 21*)", ledger_of_key),
     benches=("bench.bookkeeper.bench_replicas", "bench.bookkeeper.bench_zk_collector",
              "bench.bookkeeper.bench_location_index", "bench.bookkeeper.bench_read_probe",
              "bench.bookkeeper.bench_incident"),
-    docs="docs/bookkeeper/",
-    subject="ledger (its decimal id: 2156, or a pattern such as 21*)",
-    lab_config=parse_lab_config,
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from audit.contracts import Gauge, ReportSection, RunOutputs
-from audit.report.sections import evidence
+from audit.report.fragments import evidence
 
 SYSTEM = "kafka"
 PARTITIONS = ("metrics", "kafka_partitions")       # under the attempt folder
@@ -122,7 +122,7 @@ def _where(r: Mapping[str, Any]) -> str:
 # -- report section ------------------------------------------------------------------------
 def _optional_rows(outputs: RunOutputs | None, parts: tuple[str, ...], columns: Iterable[str]) -> list[dict] | None:
     """None when the run did not write this output (an estate without Kafka), else its rows."""
-    from audit.report.build import read_rows
+    from audit.tables import read_rows
 
     if outputs is None:
         return None
@@ -153,14 +153,14 @@ def html(summary: Mapping[str, Any], violations: list) -> str:
 
 
 def _kafka_html(kafka: Mapping[str, Any]) -> str:
-    from audit.report.html import _e, _table
+    from audit.report.fragments import esc, table
     from audit.report.svg import grouped_bar_chart
 
     clusters = kafka.get("clusters") or {}
     keys = ("partitions", "replicas", "collected_replicas", "under_replicated", "offline", "diverged", "findings",
             "not_judged")
     out = ["<h2>Kafka replicas</h2>"]
-    out.append(_table(["cluster", *keys], [[name, *(c.get(k) for k in keys)] for name, c in clusters.items()])
+    out.append(table(["cluster", *keys], [[name, *(c.get(k) for k in keys)] for name, c in clusters.items()])
                if clusters else "<p>No partition was audited.</p>")
     if clusters:
         series = {name: [c["lag_histogram"].get(b, 0) for b in LAG_BUCKETS] for name, c in clusters.items()}
@@ -170,19 +170,19 @@ def _kafka_html(kafka: Mapping[str, Any]) -> str:
     checks = sorted({k for c in clusters.values() for k in c.get("by_check") or {}})
     if checks:
         out.append("<h3>Findings by check</h3>")
-        out.append(_table(["cluster", *checks], [[name, *((c.get("by_check") or {}).get(k, 0) for k in checks)]
+        out.append(table(["cluster", *checks], [[name, *((c.get("by_check") or {}).get(k, 0) for k in checks)]
                                                  for name, c in clusters.items()]))
     flows = kafka.get("mm2") or {}
     if flows:
         keys = ("group_partitions", "redelivered_min", "redelivered_max", "skipped_min", "skipped_max", "inexact")
         out.append("<h2>Kafka MirrorMaker 2 failover</h2>")
-        out.append(_table(["source -> target", *keys], [[n, *(f.get(k) for k in keys)] for n, f in flows.items()]))
+        out.append(table(["source -> target", *keys], [[n, *(f.get(k) for k in keys)] for n, f in flows.items()]))
         for i, (name, f) in enumerate(flows.items()):
             top = f.get("top") or []
             if not top:
                 continue
-            out.append(f"<h3>{_e(name)}: group partitions by messages a failover would redeliver or skip</h3>")
-            out.append(_table(["group", "topic", "partition", "redelivered", "skipped"],
+            out.append(f"<h3>{esc(name)}: group partitions by messages a failover would redeliver or skip</h3>")
+            out.append(table(["group", "topic", "partition", "redelivered", "skipped"],
                               [[t["group"], t["topic"], t["partition"], _span(t, "redelivered"), _span(t, "skipped")]
                                for t in top]))
             chart = grouped_bar_chart([f'{t["group"]} {t["topic"]}-{t["partition"]}' for t in top],
@@ -193,7 +193,7 @@ def _kafka_html(kafka: Mapping[str, Any]) -> str:
     gaps = kafka.get("not_judged") or []
     if gaps:
         out.append("<h3>Not judged</h3>")
-        out.append(_table(["cluster", "what", "items", "offsets", "e.g."],
+        out.append(table(["cluster", "what", "items", "offsets", "e.g."],
                           [[g["cluster"], g["what"], g["items"], g["entry_count"], "; ".join(g["examples"])]
                            for g in gaps]))
     return "\n".join(out)
@@ -205,16 +205,16 @@ def _span(row: Mapping[str, Any], name: str) -> str:
 
 
 def _lab_failover_html(fo: Mapping[str, Any]) -> str:
-    from audit.report.html import _table
+    from audit.report.fragments import table
 
     kinds = ("expected", "matched", "mismatched", "missing", "unexpected")
     out = ["<h3>Lab scorecard: Kafka MirrorMaker 2 failover counts</h3>"
-           + _table(kinds, [[fo.get(k, 0) for k in kinds]])]
+           + table(kinds, [[fo.get(k, 0) for k in kinds]])]
     rows = [[i.get("group"), f'{i.get("topic")}-{i.get("partition")}', f'{i.get("source")}->{i.get("cluster")}',
              kind, *(_outcome(i, c) for c in FAILOVER_COUNTS)]
             for kind in ("mismatched", "missing", "unexpected") for i in fo.get(f"{kind}_items") or []]
     if rows:
-        out.append(_table(["group", "partition", "flow", "outcome", *FAILOVER_COUNTS], rows))
+        out.append(table(["group", "partition", "flow", "outcome", *FAILOVER_COUNTS], rows))
     return "\n".join(out)
 
 

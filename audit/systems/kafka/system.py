@@ -4,84 +4,94 @@ translation and failover redeliveries / skips. docs/kafka/ describes it; docs/fo
 reads."""
 from __future__ import annotations
 
+from audit.contracts import CollectRequest, Incident, Lab, Pipeline, Repair, System, SystemConfig, Validation
 from audit.systems.kafka.collect.imports import KINDS
 from audit.systems.kafka.config import KafkaCluster, KafkaThresholds
-from audit.contracts import CollectRequest, Sniffer, System, lazy, lazy_value
 from audit.systems.kafka.domain.checks import CHECKS
-from audit.systems.kafka.domain.subjects import flow_wanted, partition_of_key, wanted
+from audit.systems.kafka.domain.subjects import partition_of_key
 from audit.systems.kafka.report import SECTION
-from lab.kafka.config import parse_kafka_lab
 
 NAME = "kafka"
 
 
 def collect(req: CollectRequest):
-    """The lab (source: lab) or the real collector (source: admin or log-dirs). An incident check's subjects are
-    topic-partition patterns (`orders*`, `orders-3`; audit/systems/kafka/domain/subjects.py): the scanner skips the
-    partition dirs no pattern wants, the admin collector asks about the wanted partitions only, the lab stores only
-    their evidence (and the whole cluster's) and its ground truth speaks only of them."""
-    scoped = bool(req.scope.subjects)
-    if req.cluster.source == "lab":
-        from audit.collectors.base import ScopedSink
-        from lab.kafka.runner import collect as collect_lab
-
-        # the estate's thresholds (follower lag, MM2 redelivery tolerance): the ground truth judges by the ones the
-        # audit applies
-        sink = ScopedSink(req.sink, partition_of_key, req.scope) if scoped else req.sink
-        report, truth = collect_lab(req.cluster, sink, req.secrets, req.as_of_ms, req.thresholds,
-                                    scope=req.scope if scoped else None)
-        return report, (_scoped_truth(truth, req.scope, req.cluster) if scoped else truth)
+    """The real collector (source: admin or log-dirs). An incident check's subjects are topic-partition patterns
+    (`orders*`, `orders-3`; audit/systems/kafka/domain/subjects.py): the scanner skips the partition dirs no pattern
+    wants and the admin collector asks about the wanted partitions only."""
     from audit.systems.kafka.collect.collector import KafkaCollector
 
     # mirrors read their source cluster's entry (bootstrap, SASL) from the estate (KafkaCluster.source_of)
     cluster = req.cluster
     sources = {m.source_cluster: cluster.source_of(m) for m in cluster.mirrors}
-    return KafkaCollector(clusters=sources, scope=req.scope if scoped else None).collect(
-        cluster, req.sink, req.secrets), None
+    return KafkaCollector(clusters=sources, scope=req.scope if req.scope.subjects else None).collect(
+        cluster, req.sink, req.secrets)
 
 
-def _scoped_truth(truth: dict, scope, cluster) -> dict:
-    """The lab's ground truth of the wanted topic-partitions only (what the scoped collection can speak for): a
-    MirrorMaker 2 item (it names its flow's `source` alias) is wanted by its upstream or its remote topic-partition,
-    as the audit judges it; `acknowledged_lost` (per topic) keeps the topics a pattern names."""
-    separators = {(m.source_alias or m.source_cluster): (m.separator or ".")
-                  for m in (getattr(cluster, "mirrors", None) or ())}
+def normalize(spark, raw_dir: str, tables_dir: str) -> dict:
+    from audit.systems.kafka.transforms.normalize import run
 
-    def keep(item: dict) -> bool:
-        topic, partition = item.get("topic"), item.get("partition")
-        if topic is None or partition is None:
-            return True
-        if item.get("source") is not None:
-            return flow_wanted(scope, topic, partition, item["source"], separators.get(item["source"], "."))
-        return wanted(scope, topic, partition)
-
-    out = {**truth, **{k: [i for i in truth[k] if keep(i)] for k in ("findings", "mm2_failover", "truncations")
-                       if isinstance(truth.get(k), list)}}
-    if isinstance(truth.get("acknowledged_lost"), dict):
-        out["acknowledged_lost"] = {t: n for t, n in truth["acknowledged_lost"].items() if scope.wants(t)}
-    return out
+    return run(spark, raw_dir, tables_dir)
 
 
-def sniffers() -> list[Sniffer]:
+def audit(spark, tables_dir: str, attempt_dir: str, request) -> dict:
+    from audit.systems.kafka.transforms.audit import run
+
+    return run(spark, tables_dir, attempt_dir, request)
+
+
+def sniffers():
     from audit.systems.kafka.formats.sniff import BY_NAME, SNIFFERS
 
-    return [Sniffer(*s, by_name=True) for s in BY_NAME] + [Sniffer(*s) for s in SNIFFERS]
+    return BY_NAME, SNIFFERS
+
+
+def suites():
+    from audit.systems.kafka.suites import SUITES
+
+    return SUITES
+
+
+def plan_repairs(outputs):
+    from audit.systems.kafka.repair.plan import plan_run
+
+    return plan_run(outputs)
+
+
+def repair_actions(plan, cluster, secrets):
+    from audit.systems.kafka.repair.apply import actions
+
+    return actions(plan, cluster, secrets)
+
+
+def lab_collect(req: CollectRequest):
+    from lab.kafka.plugin import collect as collect_lab
+
+    return collect_lab(req)
+
+
+def lab_config(block):
+    from lab.kafka.config import parse_kafka_lab
+
+    return parse_kafka_lab(block)
+
+
+def lab_scope_truth(truth: dict, scope, cluster) -> dict:
+    from lab.kafka.plugin import scope_truth
+
+    return scope_truth(truth, scope, cluster)
 
 
 SYSTEM = System(
-    name=NAME, title="Kafka", cluster_model=KafkaCluster, thresholds_model=KafkaThresholds,
-    collect=collect,
-    normalize=lazy("audit.systems.kafka.transforms.normalize:run"),
-    audit=lazy("audit.systems.kafka.transforms.audit:run"),
-    checks=CHECKS, report=SECTION, import_kinds=KINDS, sniffers=sniffers,
-    suites=lazy_value("audit.systems.kafka.suites:SUITES"),
-    validate_tables={"kafka_partition_metrics": ("metrics", "kafka_partitions"),
-                     "kafka_replica_metrics": ("metrics", "kafka_replicas"),
-                     "kafka_mm2_failover": ("metrics", "kafka_mm2_failover")},
-    plan_repairs=lazy("audit.systems.kafka.repair.plan:plan_run"),
-    repair_actions=lazy("audit.systems.kafka.repair.apply:actions"),
+    name=NAME, title="Kafka", checks=CHECKS,
+    config=SystemConfig(KafkaCluster, KafkaThresholds),
+    pipeline=Pipeline(collect=collect, normalize=normalize, audit=audit, import_kinds=KINDS, sniffers=sniffers),
+    report=SECTION,
+    validation=Validation(suites, {"kafka_partition_metrics": ("metrics", "kafka_partitions"),
+                                   "kafka_replica_metrics": ("metrics", "kafka_replicas"),
+                                   "kafka_mm2_failover": ("metrics", "kafka_mm2_failover")}),
+    repair=Repair(plan_repairs, repair_actions),
+    lab=Lab(collect=lab_collect, config=lab_config, scope_truth=lab_scope_truth),
+    incident=Incident("topic-partition (`<topic>` or `<topic>-<partition>`: `orders*` or `orders-3`)",
+                      partition_of_key),
     benches=("bench.kafka.bench_epochs", "bench.kafka.bench_scanner", "bench.kafka.bench_mm2"),
-    docs="docs/kafka/",
-    subject="topic-partition (`<topic>` or `<topic>-<partition>`: `orders*` or `orders-3`)",
-    lab_config=parse_kafka_lab,
 )

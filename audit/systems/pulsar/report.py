@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from audit.contracts import Gauge, ReportSection, RunOutputs
-from audit.report.sections import evidence
+from audit.report.fragments import evidence
 
 TOP_SUBSCRIPTIONS = 10      # per cluster pair, by redelivered + skipped
 FAILOVER_COUNTS = ("redelivered", "skipped", "lost")
@@ -151,7 +151,7 @@ PULSAR_KEY = ("check", "cluster", "topic", "subscription", "target_cluster")
 def _optional_rows(outputs: RunOutputs | None, parts: tuple[str, ...],
                    columns: Iterable[str] | None = None) -> list[dict] | None:
     """None when the run did not write this output (e.g. an estate without Pulsar), else its rows."""
-    from audit.report.build import read_rows
+    from audit.tables import read_rows
 
     if outputs is None:
         return None
@@ -182,20 +182,20 @@ def html(summary: Mapping[str, Any], violations: list) -> str:
 
 
 def _pulsar_html(pulsar: Mapping[str, Any]) -> str:
-    from audit.report.html import _e, _table
+    from audit.report.fragments import esc, table
     from audit.report.svg import grouped_bar_chart
 
     pairs = pulsar.get("pairs") or {}
     out = ["<h2>Pulsar failover</h2>"]
     keys = ("subscriptions", "compared", "redelivered", "skipped", "lost", "incomplete")
-    out.append(_table(["source -> target", *keys], [[name, *(p.get(k) for k in keys)] for name, p in pairs.items()])
+    out.append(table(["source -> target", *keys], [[name, *(p.get(k) for k in keys)] for name, p in pairs.items()])
                if pairs else "<p>No replicated subscription pair was audited.</p>")
     for n, (name, p) in enumerate(pairs.items()):
         top = p.get("top") or []
         if not top:
             continue
-        out.append(f"<h3>{_e(name)}: subscriptions by redelivered + skipped</h3>")
-        out.append(_table(["topic", "subscription", "redelivered", "skipped", "lost"],
+        out.append(f"<h3>{esc(name)}: subscriptions by redelivered + skipped</h3>")
+        out.append(table(["topic", "subscription", "redelivered", "skipped", "lost"],
                           [[t["topic"], t["subscription"], t["redelivered"], t["skipped"], t["lost"]] for t in top]))
         labels = [f'{str(t["topic"]).rsplit("/", 1)[-1]} {t["subscription"]}' for t in top]
         chart = grouped_bar_chart(labels, {"redelivered": [t["redelivered"] for t in top],
@@ -205,7 +205,7 @@ def _pulsar_html(pulsar: Mapping[str, Any]) -> str:
     gaps = pulsar.get("not_judged") or []
     if gaps:
         out.append("<h3>Not judged</h3>")
-        out.append(_table(["cluster", "target", "topic", "subscription", "what", "messages", "why"],
+        out.append(table(["cluster", "target", "topic", "subscription", "what", "messages", "why"],
                           [[g.get("cluster"), g.get("target_cluster"), g.get("topic"), g.get("subscription"),
                             g.get("what"), g.get("entry_count"), g.get("detail")] for g in gaps]))
     snaps = pulsar.get("snapshots") or {}
@@ -213,22 +213,22 @@ def _pulsar_html(pulsar: Mapping[str, Any]) -> str:
         keys = ("health", "requests", "snapshots", "updates", "timed_out", "newest_snapshot_age_s",
                 "replicated_subscriptions")
         out.append("<h3>Replicated-subscription snapshots</h3>")
-        out.append(_table(["cluster", "topic", *keys], [[c, topic, *(v.get(k) for k in keys)]
+        out.append(table(["cluster", "topic", *keys], [[c, topic, *(v.get(k) for k in keys)]
                                                         for c, topics in snaps.items() for topic, v in topics.items()]))
     return "\n".join(out)
 
 
 def _lab_failover_html(fo: Mapping[str, Any]) -> str:
-    from audit.report.html import _table
+    from audit.report.fragments import table
 
     kinds = ("expected", "matched", "mismatched", "missing", "unexpected")
-    out = ["<h3>Lab scorecard: Pulsar failover counts</h3>" + _table(kinds, [[fo.get(k, 0) for k in kinds]])]
+    out = ["<h3>Lab scorecard: Pulsar failover counts</h3>" + table(kinds, [[fo.get(k, 0) for k in kinds]])]
     rows = [[i["topic"], i["subscription"], f'{i["source_cluster"]}->{i["target_cluster"]}', kind,
              *(f'{(i.get("got") or {}).get(c)} (expected {i["expected"][c]})' if kind == "mismatched"
                else (i.get("expected") or {}).get(c, i.get(c)) for c in FAILOVER_COUNTS)]
             for kind in ("mismatched", "missing", "unexpected") for i in fo.get(f"{kind}_items") or []]
     if rows:
-        out.append(_table(["topic", "subscription", "pair", "outcome", *FAILOVER_COUNTS], rows))
+        out.append(table(["topic", "subscription", "pair", "outcome", *FAILOVER_COUNTS], rows))
     return "\n".join(out)
 
 

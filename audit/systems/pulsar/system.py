@@ -2,13 +2,13 @@
 docs/pulsar/ describes it; docs/formats/pulsar.md the formats it reads."""
 from __future__ import annotations
 
+from audit.contracts import (CollectRequest, Incident, Lab, Pipeline, RereadRequest, Repair, System, SystemConfig,
+                             Validation)
 from audit.systems.pulsar.collect.discovery import subject_names
 from audit.systems.pulsar.collect.imports import KINDS
 from audit.systems.pulsar.config import PulsarCluster, PulsarThresholds
-from audit.contracts import CollectRequest, RereadRequest, Sniffer, System, lazy, lazy_value
 from audit.systems.pulsar.domain.checks import CHECKS
 from audit.systems.pulsar.report import SECTION
-from lab.pulsar.config import parse_pulsar_lab
 
 NAME = "pulsar"
 
@@ -25,72 +25,91 @@ def topic_of_key(key: str) -> tuple[str, ...] | None:
 
 
 def collect(req: CollectRequest):
-    """The lab (source: lab) or the admin REST collector (source: admin). An incident check's subjects are topic
-    patterns (`persistent://tenant/ns/topic*`): the admin collector reads only the topics they match, the lab
-    stores only those and its ground truth speaks only of them."""
-    scoped = bool(req.scope.subjects)
-    if req.cluster.source == "lab":
-        from audit.collectors.base import ScopedSink
-        from lab.pulsar.runner import collect as collect_lab
-
-        # the estate's thresholds (backlog, snapshot age, message TTL, redelivery tolerance): the ground truth
-        # judges by the ones the audit applies
-        sink = ScopedSink(req.sink, topic_of_key, req.scope) if scoped else req.sink
-        report, truth = collect_lab(req.cluster, sink, req.secrets, req.as_of_ms, req.thresholds)
-        return report, (_scoped_truth(truth, req.scope) if scoped else truth)
+    """The admin REST collector (source: admin). An incident check's subjects are topic patterns
+    (`persistent://tenant/ns/topic*`): it reads only the topics they match."""
     from audit.systems.pulsar.collect.collector import PulsarCollector
 
-    return PulsarCollector(scope=req.scope).collect(req.cluster, req.sink, req.secrets), None
-
-
-def _scoped_truth(truth: dict, scope) -> dict:
-    """The lab's ground truth of the topics asked for only (what the scoped collection can speak for)."""
-    def wanted(item: dict) -> bool:
-        topic = item.get("topic")
-        return topic is None or scope.wants_any(*subject_names(topic))
-
-    return {**truth, **{k: [i for i in truth[k] if wanted(i)] for k in ("findings", "failover")
-                        if isinstance(truth.get(k), list)}}
+    return PulsarCollector(scope=req.scope).collect(req.cluster, req.sink, req.secrets)
 
 
 def reread(req: RereadRequest) -> dict:
-    """Every collected topic's cursors read again, on every cluster, in two passes (docs/pulsar/contracts.md
-    "Rereads"): lab clusters by their simulated world, admin clusters through the REST API."""
-    from dataclasses import replace
+    """Every collected topic's cursors read again through the REST API, in two passes (docs/pulsar/contracts.md
+    "Rereads")."""
+    from audit.systems.pulsar.collect.reread import reread as reread_admin
 
-    lab = tuple(c for c in req.clusters if c.source == "lab")
-    admin = tuple(c for c in req.clusters if c.source != "lab")
-    reports = {}
-    if lab:
-        from lab.pulsar.runner import reread as reread_lab
-
-        reports.update(reread_lab(replace(req, clusters=lab)))
-    if admin:
-        from audit.systems.pulsar.collect.reread import reread as reread_admin
-
-        reports.update(reread_admin(replace(req, clusters=admin)))
-    return reports
+    return reread_admin(req)
 
 
-def sniffers() -> list[Sniffer]:
+def normalize(spark, raw_dir: str, tables_dir: str) -> dict:
+    from audit.systems.pulsar.transforms.normalize import run
+
+    return run(spark, raw_dir, tables_dir)
+
+
+def audit(spark, tables_dir: str, attempt_dir: str, request) -> dict:
+    from audit.systems.pulsar.transforms.audit import run
+
+    return run(spark, tables_dir, attempt_dir, request)
+
+
+def sniffers():
     from audit.systems.pulsar.formats.sniff import BY_NAME, SNIFFERS
 
-    return [Sniffer(*s, by_name=True) for s in BY_NAME] + [Sniffer(*s) for s in SNIFFERS]
+    return BY_NAME, SNIFFERS
+
+
+def suites():
+    from audit.systems.pulsar.suites import SUITES
+
+    return SUITES
+
+
+def plan_repairs(outputs):
+    from audit.systems.pulsar.repair.plan import plan_run
+
+    return plan_run(outputs)
+
+
+def repair_actions(plan, cluster, secrets):
+    from audit.systems.pulsar.repair.apply import actions
+
+    return actions(plan, cluster, secrets)
+
+
+def lab_collect(req: CollectRequest):
+    from lab.pulsar.plugin import collect as collect_lab
+
+    return collect_lab(req)
+
+
+def lab_reread(req: RereadRequest) -> dict:
+    from lab.pulsar.plugin import reread as reread_lab
+
+    return reread_lab(req)
+
+
+def lab_config(block):
+    from lab.pulsar.config import parse_pulsar_lab
+
+    return parse_pulsar_lab(block)
+
+
+def lab_scope_truth(truth: dict, scope, cluster) -> dict:
+    from lab.pulsar.plugin import scope_truth
+
+    return scope_truth(truth, scope, cluster)
 
 
 SYSTEM = System(
-    name=NAME, title="Pulsar", cluster_model=PulsarCluster, thresholds_model=PulsarThresholds,
-    collect=collect,
-    normalize=lazy("audit.systems.pulsar.transforms.normalize:run"),
-    audit=lazy("audit.systems.pulsar.transforms.audit:run"),
-    checks=CHECKS, report=SECTION, import_kinds=KINDS, sniffers=sniffers,
-    suites=lazy_value("audit.systems.pulsar.suites:SUITES"),
-    validate_tables={"pulsar_failover": ("metrics", "pulsar_failover")},
-    plan_repairs=lazy("audit.systems.pulsar.repair.plan:plan_run"),
-    repair_actions=lazy("audit.systems.pulsar.repair.apply:actions"),
-    reread=reread,
+    name=NAME, title="Pulsar", checks=CHECKS,
+    config=SystemConfig(PulsarCluster, PulsarThresholds),
+    pipeline=Pipeline(collect=collect, normalize=normalize, audit=audit, import_kinds=KINDS, sniffers=sniffers,
+                      reread=reread),
+    report=SECTION,
+    validation=Validation(suites, {"pulsar_failover": ("metrics", "pulsar_failover")}),
+    repair=Repair(plan_repairs, repair_actions),
+    lab=Lab(collect=lab_collect, config=lab_config, reread=lab_reread, scope_truth=lab_scope_truth),
+    incident=Incident("topic (persistent://tenant/namespace/topic; a partitioned topic's name matches its "
+                      "partitions)", topic_of_key),
     benches=("bench.pulsar.bench_failover", "bench.pulsar.bench_incident"),
-    docs="docs/pulsar/",
-    subject="topic (persistent://tenant/namespace/topic; a partitioned topic's name matches its partitions)",
-    lab_config=parse_pulsar_lab,
 )

@@ -28,7 +28,7 @@ def suites_for(systems: Iterable[System]) -> tuple[SuiteSpec, ...]:
     """The shared suite and the suites of `systems`. Order (the order of the outcome and of the generated
     project): the suites that apply to every run (no `applies_when`) before those that apply only when their
     tables are handed over; within each, system by system in the order given, then the shared suite."""
-    specs = [spec for system in systems for spec in system.suites()] + list(SHARED)
+    specs = [spec for system in systems for spec in system.validation.suites()] + list(SHARED)
     seen: dict[str, SuiteSpec] = {}
     for spec in specs:
         if not isinstance(spec, SuiteSpec):

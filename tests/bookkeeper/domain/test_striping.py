@@ -2,9 +2,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from audit.systems.bookkeeper.domain.model import SequenceGroup
-from audit.systems.bookkeeper.domain.striping import (Holding, count_expected, count_group_expected, count_holding_expected,
-                                              first_expected_at_or_after, holdings_from_groups, is_expected,
-                                              last_expected_at_or_before, write_set)
+from audit.systems.bookkeeper.domain.striping import (Holding, count_expected, count_group_expected,
+                                                      count_holding_expected, first_expected_at_or_after,
+                                                      holdings_from_groups, is_expected, last_expected_at_or_before,
+                                                      write_set)
 from audit.systems.bookkeeper.formats.availability import groups_contain
 
 

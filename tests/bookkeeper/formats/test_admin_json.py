@@ -9,7 +9,7 @@ import pytest
 
 from audit.systems.bookkeeper.domain.model import CLOSED, OPEN, Segment
 from audit.systems.bookkeeper.formats.ledger_metadata import decode_admin_json, decode_znode, redact_admin_json
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
 

@@ -8,7 +8,7 @@ import pytest
 from audit.systems.bookkeeper.domain.model import SequenceGroup
 from audit.systems.bookkeeper.formats.availability import (
     count_entries, decode, encode_entries, encode_groups, entries_to_groups, groups_contain, iter_entries)
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 
 def _header(version: int, count: int) -> bytes:

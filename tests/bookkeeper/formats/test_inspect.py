@@ -10,7 +10,7 @@ import pytest
 from audit.formats import inspect as insp
 from audit.systems.bookkeeper.formats import availability
 from audit.systems.bookkeeper.formats.protocol import encode_response, frame
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
 
@@ -74,12 +74,11 @@ def test_registry():
     """A registered system's sniffers join inspect; a kind registered twice is refused."""
     from dataclasses import replace
 
-    from audit.contracts import Sniffer
     from tests.demo_system import SYSTEM, registered
 
-    magic = Sniffer("test.magic", lambda d, n: d.startswith(b"MAGIC"), lambda d, n: {"size": len(d)})
-    with registered(replace(SYSTEM, sniffers=lambda: [magic])):
+    magic = ("test.magic", lambda d, n: d.startswith(b"MAGIC"), lambda d, n: {"size": len(d)})
+    with registered(replace(SYSTEM, pipeline=replace(SYSTEM.pipeline, sniffers=lambda: ((), [magic])))):
         assert insp.inspect_bytes(b"MAGIC!", "m") == {"kind": "test.magic", "source": "m", "size": 6}
-    with registered(replace(SYSTEM, sniffers=lambda: [magic, magic])):
+    with registered(replace(SYSTEM, pipeline=replace(SYSTEM.pipeline, sniffers=lambda: ((), [magic, magic])))):
         with pytest.raises(ValueError):
             insp.inspect_bytes(b"MAGIC!", "m")

@@ -11,7 +11,7 @@ from audit.systems.bookkeeper.formats import wire
 from audit.systems.bookkeeper.formats.ledger_metadata import (
     decode_znode, encode_znode, ledger_id_from_znode_path, redact_password)
 from audit.systems.bookkeeper.formats.proto.DataFormats_pb2 import LedgerMetadataFormat
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
 

@@ -11,7 +11,7 @@ import pytest
 
 from audit.systems.bookkeeper.formats.proto import DataFormats_pb2
 
-PROTO_DIR = Path(__file__).resolve().parents[3] / "audit" / "formats" / "bookkeeper" / "proto"
+PROTO_DIR = Path(__file__).resolve().parents[3] / "audit" / "systems" / "bookkeeper" / "formats" / "proto"
 GENERATED = ["DataFormats_pb2.py", "BookkeeperProtocol_pb2.py"]
 
 

@@ -11,7 +11,7 @@ from audit.systems.bookkeeper.formats.proto import BookkeeperProtocol_pb2 as pb
 from audit.systems.bookkeeper.formats.protocol import (
     decode_request, decode_response, encode_request, encode_request_body, encode_response, frame, read_frame,
     split_frame)
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 
 def test_schema_numbers_match_bookkeeper():

@@ -9,7 +9,7 @@ from audit.systems.bookkeeper.formats.protocol import (
     EntriesOfLedgerAnswer, EntriesOfLedgerRequest, FrameSplitter, ReadEntryAnswer, ReadEntryRequest,
     decode_any_request, decode_any_response, decode_read_response, decode_response, encode_read_request,
     encode_read_request_body, encode_read_response, encode_request_body, encode_response, frame)
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 
 def test_schema_numbers_match_bookkeeper():

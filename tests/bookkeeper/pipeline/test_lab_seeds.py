@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from audit.cli.main import EXIT_CLEAN
-from audit.report.build import read_rows
+from audit.tables import read_rows
 from tests.estates import demo_seeds, exact_seed_by_seed
 
 SEEDS_ESTATE = Path(__file__).resolve().parents[3] / "lab" / "estate-seeds.yaml"

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from audit.systems.kafka.domain.epochs import EpochEntry as E, LeaderEpochCache
-from audit.systems.kafka.domain.truncation import POLICIES, ReplicaLog, Truncation, truncation_offset, truncation_policy_for
+from audit.systems.kafka.domain.truncation import (POLICIES, ReplicaLog, Truncation, truncation_offset,
+                                                   truncation_policy_for)
 
 ALL = POLICIES
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.batch import (HEADER_SIZE, BatchHeader, batch_crc, decode_batch, decode_header,
                                        encode_batch, encode_legacy)
 from audit.systems.kafka.formats.records import (SimpleRecord, control_record, control_type, encode_record, read_varint,

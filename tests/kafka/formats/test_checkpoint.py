@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.checkpoint import (EpochCheckpointEntry, OffsetEntry, encode_leader_epoch_checkpoint,
                                             encode_offsets_checkpoint, parse_leader_epoch_checkpoint,
                                             parse_offsets_checkpoint)

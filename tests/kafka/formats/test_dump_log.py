@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.dump_log import looks_like_dump_log, parse_dump_log
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats import kraft
 from audit.systems.kafka.formats.batch import decode_header, encode_batch
 from audit.systems.kafka.formats.kraft_records import (METADATA, REDACTED, decode_control_value, decode_metadata_value,

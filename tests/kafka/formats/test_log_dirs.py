@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.log_dirs import (decode_log_dirs_json, looks_like_log_dir_info, looks_like_log_dirs,
                                           parse_log_dir_info_text, parse_log_dirs, split_topic_partition)
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, strategies as st
 from kafka.protocol.old.types import Int16, Int32, Int64, Schema, String
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats import mm2
 from audit.systems.kafka.formats.mm2 import Checkpoint, OffsetSync
 

@@ -6,7 +6,7 @@ import struct
 import crc32c
 import pytest
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.producer_snapshot import (ProducerSnapshotEntry, encode_producer_snapshot,
                                                    parse_producer_snapshot, snapshot_file_name, snapshot_offset)
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.properties import (encode_meta_properties, encode_partition_metadata, java_date,
                                             load_properties, parse_meta_properties, parse_partition_metadata)
 

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.batch import encode_batch, encode_legacy
 from audit.systems.kafka.formats.segment import COLUMNS, batch_columns, scan_segment, segment_base_offset
 

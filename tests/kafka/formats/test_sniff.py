@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from audit import systems
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats import kraft, mm2, producer_snapshot
 from audit.systems.kafka.formats.sniff import BY_NAME, SNIFFERS
 
@@ -70,8 +70,9 @@ def test_real_fixture_kind_and_decode(rel):
     out = found[1](data, str(path))
     json.dumps(out)   # what inspect prints
     assert not {"kind", "source"} & out.keys()   # inspect adds these two itself
-    others = [s.kind for system in systems.all_systems() if system.name != "kafka"
-              for s in system.sniffers() if s.sniff(data, str(path))]
+    others = [kind for system in systems.all_systems() if system.name != "kafka"
+              for kind, sniff, _ in [*system.pipeline.sniffers()[0], *system.pipeline.sniffers()[1]]
+              if sniff(data, str(path))]
     assert others == []
 
 

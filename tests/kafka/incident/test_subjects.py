@@ -18,7 +18,8 @@ from audit.config.estate import load_estate
 from audit.contracts import Scope
 from audit.store import open_store
 from audit.store.run import list_runs
-from audit.systems.kafka.system import SYSTEM, _scoped_truth, partition_of_key
+from audit.systems.kafka.system import SYSTEM, partition_of_key
+from lab.kafka.plugin import scope_truth
 
 ESTATE = """
 estate: kafka-incident
@@ -137,7 +138,7 @@ def test_a_pattern_matches_the_topic_or_the_partition():
     assert flow_wanted(Scope(subjects=("primary.pay*",)), "payments-mm", 0, "primary")
     assert flow_wanted(Scope(subjects=("payments-mm",)), "payments-mm", 0, "primary", "_")
     assert not flow_wanted(Scope(subjects=("primary.pay*",)), "payments-mm", 0, "primary", "_")
-    assert SYSTEM.subject is not None and "topic-partition" in SYSTEM.subject
+    assert SYSTEM.incident is not None and "topic-partition" in SYSTEM.incident.subject
 
 
 def test_the_ground_truth_is_scoped_like_the_audit():
@@ -149,7 +150,7 @@ def test_the_ground_truth_is_scoped_like_the_audit():
              "truncations": [{"topic": "clicks", "partition": 0}], "acknowledged_lost": {"clicks": 3, "orders": 1},
              "seed": 5}
     cluster = SimpleNamespace(mirrors=[SimpleNamespace(source_cluster="east", source_alias=None, separator="_")])
-    out = _scoped_truth(truth, Scope(subjects=("orders-0", "east_pay*")), cluster)
+    out = scope_truth(truth, Scope(subjects=("orders-0", "east_pay*")), cluster)
     assert [f["check"] for f in out["findings"]] == ["a", "m"] and out["findings"][0]["topic"] == "orders"
     assert out["mm2_failover"] == [{"topic": "pay", "partition": 1, "source": "east"}]
     assert out["truncations"] == [] and out["acknowledged_lost"] == {} and out["seed"] == 5

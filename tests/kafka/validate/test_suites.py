@@ -125,7 +125,7 @@ def test_every_expectation_guards_a_kafka_check_with_its_severity():
 
 
 def test_the_record_hands_over_the_metrics_the_suites_read():
-    assert dict(SYSTEM.validate_tables) == TABLES
+    assert dict(SYSTEM.validation.tables) == TABLES
     assert {s.table for s in SUITES} == {*TABLES, "violations"}
 
 

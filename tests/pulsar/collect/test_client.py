@@ -5,8 +5,8 @@ import pytest
 
 from audit.systems.pulsar.collect.admin_client import AdminClient, RetryPolicy
 from audit.systems.pulsar.collect.discovery import TopicName
-from tests.pulsar.collect.admin_fake import (ORDERS_STATS_INTERNAL, TOPIC_NOT_FOUND, Answer, FakePulsarAdmin, orders_topic,
-                                     reason)
+from tests.pulsar.collect.admin_fake import (ORDERS_STATS_INTERNAL, TOPIC_NOT_FOUND, Answer, FakePulsarAdmin,
+                                             orders_topic, reason)
 
 TOKEN = "tok-3f9a-very-secret"
 ORDERS = TopicName("acme", "orders", "orders")

@@ -2,8 +2,8 @@
 import pytest
 
 from audit.systems.pulsar.collect.reader import ReaderEntry, ReaderFeed, server_only_positions
-from audit.systems.pulsar.collect.dump_window import (WHOLE_TOPIC, Chunk, DumpWindow, LedgerSpan, plan_chunks, plan_window,
-                                            replicated_subscriptions)
+from audit.systems.pulsar.collect.dump_window import (WHOLE_TOPIC, Chunk, DumpWindow, LedgerSpan, plan_chunks,
+                                                      plan_window, replicated_subscriptions)
 from audit.systems.pulsar.domain.positions import Position
 from audit.systems.pulsar.formats.stats import decode_topic_stats
 from audit.systems.pulsar.formats.stats_internal import decode_stats_internal

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from audit.systems.pulsar.domain.checks import CHECKS as CHECK_TABLE
-from audit.systems.pulsar.domain.checks import (CursorFacts, PairFacts, ReplicatorFacts, SnapshotFacts, Thresholds, Tolerance,
-                                        findings)
+from audit.systems.pulsar.domain.checks import (CursorFacts, PairFacts, ReplicatorFacts, SnapshotFacts, Thresholds,
+                                                Tolerance, findings)
 from audit.systems.pulsar.domain.pip33 import SnapshotHealth
 from audit.systems.pulsar.domain.records import P
 

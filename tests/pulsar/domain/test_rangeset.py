@@ -5,7 +5,7 @@ import pytest
 
 from audit.systems.pulsar.domain.positions import Position, parse_position
 from audit.systems.pulsar.domain.rangeset import AckRanges, parse_individually_deleted
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 SRC = "persistent://t/ns/topic#sub"
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from audit.systems.pulsar.domain.positions import Position
-from audit.systems.pulsar.domain.snapshot_cache import NEWEST, SPREAD, CacheModel, SnapshotCache, broker_cache_model, surviving
+from audit.systems.pulsar.domain.snapshot_cache import (NEWEST, SPREAD, CacheModel, SnapshotCache, broker_cache_model,
+                                                        surviving)
 
 
 def P(e: int) -> Position:

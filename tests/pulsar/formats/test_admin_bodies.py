@@ -10,7 +10,7 @@ import pytest
 
 from audit.systems.pulsar.domain.positions import Position
 from audit.formats import inspect
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.pulsar.formats import markers
 from audit.systems.pulsar.formats.entry import encode_entry_line, encode_gap_line
 from audit.systems.pulsar.formats.info_internal import InfoLedger, decode_info_internal

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.pulsar.formats.dump_chunk import decode_chunk_file
 from audit.systems.pulsar.formats.dump_window import decode_dump_window
 from audit.systems.pulsar.formats.entry import decode_entry_line, encode_entry_line, encode_gap_line

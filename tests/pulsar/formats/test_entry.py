@@ -7,7 +7,7 @@ import json
 import pytest
 
 from audit.systems.pulsar.domain.positions import Position
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.pulsar.formats import markers
 from audit.systems.pulsar.formats.entry import (EntryGap, EntryRecord, decode_dump_chunk, decode_entry_line,
                                         encode_entry_line, encode_gap_line)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.pulsar.formats import markers as m
 from audit.systems.pulsar.formats.proto import PulsarMarkers_pb2 as pb
 

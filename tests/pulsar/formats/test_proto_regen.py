@@ -11,7 +11,7 @@ import pytest
 
 from audit.systems.pulsar.formats.proto import PulsarMarkers_pb2 as pb
 
-PROTO_DIR = Path(__file__).resolve().parents[3] / "audit" / "formats" / "pulsar" / "proto"
+PROTO_DIR = Path(__file__).resolve().parents[3] / "audit" / "systems" / "pulsar" / "formats" / "proto"
 
 
 def test_committed_pb2_matches_regeneration(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 
 from audit.systems.pulsar.domain.positions import Position
 from audit.systems.pulsar.domain.rangeset import parse_individually_deleted
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.pulsar.formats.stats_internal import (LedgerInfo, cursor_stats, decode_stats_internal,
                                                  stats_internal_to_json)
 

@@ -279,7 +279,7 @@ def test_a_truncated_ack_list_cannot_be_applied():
 
 
 def test_the_system_registers_the_actions(admin):
-    steps = systems.get("pulsar").repair_actions(_plan("10:1", "10:3"), _cluster(admin.url),
+    steps = systems.get("pulsar").repair.actions(_plan("10:1", "10:3"), _cluster(admin.url),
                                                   SecretResolver(environ={}))
     assert [a.name for a in steps] == ["reset_cursor"]
 

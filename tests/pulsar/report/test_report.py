@@ -105,12 +105,12 @@ def test_build_run_report_reads_pulsar_metrics_and_plans(tmp_path):
     written = json.loads((tmp_path / "reports" / "summary.json").read_text())
     assert written["pulsar"] == summary["pulsar"]
     plans = json.loads((tmp_path / "reports" / "repair_plan.json").read_text())
-    assert plans["plans"] == [] and plans["dry_run"] is True
-    (plan,) = plans["pulsar_plans"]
+    assert plans["systems"]["bookkeeper"]["plans"] == [] and plans["dry_run"] is True
+    (plan,) = plans["systems"]["pulsar"]["plans"]
     assert plan["plan_id"] == item["plan_id"]
     assert plan["steps"][0]["http"]["url"] == ("https://west:8443/admin/v2/persistent/acme/orders/created"
                                                "/subscription/billing/resetcursor")
-    assert [e["subscription"] for e in plans["pulsar_errors"]] == ["broken"]
+    assert [e["subscription"] for e in plans["systems"]["pulsar"]["errors"]] == ["broken"]
     assert "<h2>Pulsar failover</h2>" in (tmp_path / "reports" / "report.html").read_text()
 
 
@@ -119,4 +119,4 @@ def test_build_run_report_without_pulsar(tmp_path):
                                systems=SYSTEMS)
     assert "pulsar" not in summary and summary["repair_plans"] == [] and "repair_errors" not in summary
     plans = json.loads((tmp_path / "reports" / "repair_plan.json").read_text())
-    assert (plans["pulsar_plans"], plans["pulsar_errors"]) == ([], [])
+    assert plans["systems"]["pulsar"] == {"plans": [], "errors": []}

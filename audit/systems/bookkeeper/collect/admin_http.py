@@ -30,7 +30,7 @@ from requests.adapters import HTTPAdapter
 
 from audit.collectors.base import CollectionReport, RawSink
 from audit.collectors.http import root_cause
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 SYSTEM = "bookkeeper"
 HTTP_PREFIX = "ledger-metadata-http/"

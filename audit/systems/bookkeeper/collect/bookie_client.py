@@ -33,7 +33,7 @@ from typing import Awaitable, Callable, Iterable, Mapping
 
 from audit.collectors.base import CollectionReport, RawSink
 from audit.systems.bookkeeper.formats import protocol
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 SYSTEM = "bookkeeper"
 ENTRIES_PREFIX = "entries-of-ledger/"

@@ -13,14 +13,14 @@ import json
 from collections import defaultdict
 from typing import Any, Mapping
 
-from audit.collectors.base import CollectionReport, Collector, CoverageGap, RawSink
+from audit.collectors.base import CollectionReport, CoverageGap, RawSink
 from audit.systems.bookkeeper.collect import admin_http, zk_metadata
 from audit.systems.bookkeeper.collect import read_probe
 from audit.systems.bookkeeper.collect.bookie_client import BookieClientConfig, collect_entries_of_ledgers
 from audit.systems.bookkeeper.collect.deleted import HoldsNothingWatch, mark_deleted
 from audit.systems.bookkeeper.config import BookKeeperCluster
 from audit.config.secrets import SecretResolver
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 COLLECTION_KEY = "collection.json"
 RACKS_KEY = "bookies/racks.json"
@@ -97,7 +97,7 @@ def _keep_for_probes(md: Any, kept: dict[int, Any], names: dict[str, str]) -> No
         kept[md.ledger_id] = dataclasses.replace(md, segments=segments, custom_metadata={})
 
 
-class BookKeeperCollector(Collector):
+class BookKeeperCollector:
     system = "bookkeeper"
 
     def __init__(self, scope: Any = None):

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping
 from audit.collectors.base import CollectionReport, RawSink
 from audit.systems.bookkeeper.formats import protocol
 from audit.systems.bookkeeper.formats.raw_evidence import DELETED_SUFFIX
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 REASON = "the ledger znode was gone when it was looked up again after the bookies were asked: deleted during " \
          "collection (retention), so its bookies' empty answers say nothing about its replicas"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from audit.contracts import ImportKind, ImportOption
 from audit.systems.bookkeeper.formats.raw_evidence import DELETED_SUFFIX, STAT_SUFFIX
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 PER_BOOKIE = {"entries-of-ledger": "<ledgerId>.pb", "read-probes": "<ledgerId>.json + bookie.json"}
 BOOKIE = ImportOption("bookie", "bookie id, for entries-of-ledger, read-probes and location-index (else a folder laid "

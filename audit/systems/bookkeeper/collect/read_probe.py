@@ -33,7 +33,7 @@ from audit.systems.bookkeeper.domain.model import LedgerMetadata
 from audit.systems.bookkeeper.domain.verification import FULL_SHARE, iter_ledger_probes
 from audit.systems.bookkeeper.formats import protocol
 from audit.systems.bookkeeper.formats.raw_evidence import ABSENT_STATUSES  # the bookie said it does not have the entry
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 SYSTEM = "bookkeeper"
 PROBES_PREFIX = "read-probes/"

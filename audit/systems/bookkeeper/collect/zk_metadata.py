@@ -27,7 +27,7 @@ from typing import Any, Callable, NamedTuple
 from audit.collectors.base import CollectionReport, RawSink
 from audit.collectors.zkread import MultiReadFormatError, multi_read_async, quiet_kazoo_logging
 from audit.systems.bookkeeper.formats.raw_evidence import STAT_SUFFIX
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 SYSTEM = "bookkeeper"
 DEFAULT_LEDGERS_ROOT = "/ledgers"

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from audit.systems.bookkeeper.domain.model import CLOSED, IN_RECOVERY, INVALID_ENTRY_ID, OPEN, LedgerMetadata, Segment
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 _STATES = (OPEN, IN_RECOVERY, CLOSED)
 _DIGESTS = {"CRC32": "CRC32", "MAC": "HMAC", "HMAC": "HMAC", "CRC32C": "CRC32C", "DUMMY": "DUMMY"}

@@ -14,7 +14,7 @@ import struct
 from typing import Iterable, Iterator, Sequence
 
 from audit.systems.bookkeeper.domain.model import SequenceGroup
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 HEADER_SIZE = 64
 GROUP_SIZE = 24

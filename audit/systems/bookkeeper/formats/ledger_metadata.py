@@ -17,7 +17,7 @@ from audit.systems.bookkeeper.formats import wire
 from audit.systems.bookkeeper.formats.admin_json import decode_admin_json, redact_admin_json  # noqa: F401 (re-export)
 from audit.systems.bookkeeper.formats.proto.DataFormats_pb2 import LedgerMetadataFormat
 from audit.systems.bookkeeper.formats.textformat_redact import blank_top_level_string
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 HEADER_KEY = b"BookieMetadataFormatVersion\t"
 MAX_VERSION_DIGITS = 10  # LedgerMetadataSerDe.MAX_VERSION_DIGITS

@@ -20,7 +20,7 @@ from typing import BinaryIO
 from google.protobuf.message import DecodeError
 
 from audit.systems.bookkeeper.formats.proto import BookkeeperProtocol_pb2 as pb
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 FRAME_LENGTH = struct.Struct(">i")
 # Bookies refuse frames above nettyMaxFrameSizeBytes (5 MiB by default); allow more when reading

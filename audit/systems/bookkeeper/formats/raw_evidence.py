@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from audit.formats.errors import MISSING, PayloadError
+from audit.errors import MISSING, PayloadError
 
 # Beside a ledger znode's payload under ledger-metadata/: its Stat, and the note that it was deleted during
 # collection (audit/systems/bookkeeper/collect/deleted.py).

@@ -8,7 +8,7 @@ import struct
 
 from audit.systems.bookkeeper.domain.model import LedgerMetadata
 from audit.systems.bookkeeper.formats import availability, ledger_metadata, protocol
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 
 def text_or_base64(value: bytes) -> str:

@@ -24,7 +24,7 @@ from audit.systems.bookkeeper.collect.zk_metadata import connect, normalize_root
 from audit.contracts import Precheck, RepairAction
 from audit.systems.bookkeeper.formats.ledger_metadata import decode_znode, ledger_id_from_znode_path
 from audit.systems.bookkeeper.formats.proto.DataFormats_pb2 import UnderreplicatedLedgerFormat
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.repair.common import RepairInputError
 
 ACTION = "mark_underreplicated"

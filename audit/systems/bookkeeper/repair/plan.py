@@ -113,7 +113,7 @@ def plan_run(outputs) -> tuple[list[dict], list[dict]]:
     """One plan per cluster with missing fragments (findings/bk_missing_fragments), from tables/bk_ledgers,
     tables/bk_bookies and the bk.entries_lost violations; a cluster whose inputs are malformed gives an error
     item (`cluster`, `source`, `field`, `expected`, `error`) instead of a plan."""
-    from audit.report.build import read_rows
+    from audit.tables import read_rows
 
     root = Path(outputs.root)
     fragments = read_rows(root / "findings" / "bk_missing_fragments")

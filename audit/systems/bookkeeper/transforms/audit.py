@@ -24,7 +24,8 @@ from pyspark.sql.types import ArrayType, StructField, StructType
 from audit.contracts import AuditRequest
 from audit.systems.bookkeeper.domain.evidence import LOCATION_INDEX
 from audit.systems.bookkeeper.transforms.arrow import iter_ledgers
-from audit.systems.bookkeeper.transforms.audit_rows import DEFAULT_INDEX_SETTLE_MS, SYSTEM, Settings, audit_parsed, audit_row
+from audit.systems.bookkeeper.transforms.audit_rows import (DEFAULT_INDEX_SETTLE_MS, SYSTEM, Settings, audit_parsed,
+                                                            audit_row)
 from audit.systems.bookkeeper.transforms.normalize import GROUP
 from audit.transforms.common import (B, I, L, S, VIOLATIONS, CachedTuple, has_table, read, rows_written, struct,
                                      violations_path, write)

@@ -14,8 +14,8 @@ import json
 from typing import Any, Iterable, Mapping
 
 from audit.systems.bookkeeper.domain.checks import CHECKS
-from audit.systems.bookkeeper.domain.evidence import (ENTRIES_OF_LEDGER, LOCATION_INDEX, READ_PROBE, complete_inventory_misses,
-                                              settled_in_index)
+from audit.systems.bookkeeper.domain.evidence import (ENTRIES_OF_LEDGER, LOCATION_INDEX, READ_PROBE,
+                                                      complete_inventory_misses, settled_in_index)
 from audit.systems.bookkeeper.domain.invariants import metadata_violations
 from audit.systems.bookkeeper.domain.model import IN_RECOVERY, OPEN, LedgerMetadata, Segment, SequenceGroup
 from audit.systems.bookkeeper.domain.placement import placement_violations

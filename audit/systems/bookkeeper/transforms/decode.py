@@ -13,7 +13,7 @@ from audit.systems.bookkeeper.domain.model import LedgerMetadata
 from audit.systems.bookkeeper.formats import availability, ledger_metadata, protocol, raw_evidence
 from audit.systems.bookkeeper.formats.raw_evidence import DELETED_SUFFIX, STAT_SUFFIX
 from audit.systems.bookkeeper.formats.sniff import text_or_base64  # BookKeeper's toString convention
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 SYSTEM = "bookkeeper"
 LEDGERS, AVAILABILITY, BOOKIES, RACKS, QUARANTINE = "bk_ledgers", "bk_entry_availability", "bk_bookies", \

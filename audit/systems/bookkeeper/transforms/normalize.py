@@ -19,9 +19,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StructType
 from pyspark.sql.window import Window
 
-from audit.systems.bookkeeper.transforms.decode import AVAILABILITY as AVAILABILITY_ROWS, BOOKIES as BOOKIES_ROWS, DELETED, \
-    EVIDENCE as EVIDENCE_ROWS, LEDGERS as LEDGERS_ROWS, QUARANTINE as QUARANTINE_ROWS, RACKS, SYSTEM, ZNODE_STATS, \
-    decode_file
+from audit.systems.bookkeeper.transforms.decode import (AVAILABILITY as AVAILABILITY_ROWS, BOOKIES as BOOKIES_ROWS,
+                                                        DELETED, EVIDENCE as EVIDENCE_ROWS, LEDGERS as LEDGERS_ROWS,
+                                                        QUARANTINE as QUARANTINE_ROWS, RACKS, SYSTEM, ZNODE_STATS,
+                                                        decode_file)
 from audit.transforms.common import B, I, L, QUARANTINE, S, Cached, decode_raw, struct, tagged, write_normalized
 
 GROUP = struct(("first_sequence_start", L), ("last_sequence_start", L), ("sequence_size", I),

@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping
 
 from kafka.admin import KafkaAdminClient
 
-from audit.collectors.base import CollectionReport, Collector, CoverageGap, RawSink
+from audit.collectors.base import CollectionReport, CoverageGap, RawSink
 from audit.systems.kafka.collect.admin import collect_admin
 from audit.systems.kafka.collect.logdir import SCAN_FILE, BrokerIdMismatch, dir_key, scan_log_dir
 from audit.systems.kafka.collect.mm2 import collect_mirror
@@ -72,7 +72,7 @@ def dirs_of(cluster: Any) -> dict[int, list[str]]:
     return out
 
 
-class KafkaCollector(Collector):
+class KafkaCollector:
     system = SYSTEM
 
     def __init__(self, *, clusters: Mapping[str, Any] | Callable[[str], Any] | None = None,

@@ -30,7 +30,7 @@ from typing import Callable
 from audit.collectors.base import ImportJob
 from audit.systems.kafka.collect.logdir import SCAN_FILE, BrokerIdMismatch, dir_key, scan_log_dir
 from audit.contracts import ImportKind, ImportOption
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.dump_log import parse_dump_log
 from audit.systems.kafka.formats.log_dirs import parse_log_dirs
 from audit.systems.kafka.formats.mm2 import parse_formatter_text

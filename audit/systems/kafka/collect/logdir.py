@@ -38,7 +38,7 @@ from typing import Callable, NamedTuple
 
 from audit.collectors.base import CoverageGap
 from audit.systems.kafka.domain.subjects import partition_dir, wanted
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.checkpoint import (LEADER_EPOCH_CHECKPOINT_FILE, OFFSET_CHECKPOINT_FILES,
                                             parse_leader_epoch_checkpoint, parse_offsets_checkpoint)
 from audit.systems.kafka.formats.properties import parse_meta_properties, parse_partition_metadata

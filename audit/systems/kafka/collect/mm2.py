@@ -40,7 +40,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, ConsumerGroupTopicPartit
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from audit.collectors.base import CollectionReport, RawSink
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.mm2 import decode_checkpoint, decode_offset_sync
 
 log = logging.getLogger(__name__)

@@ -39,8 +39,8 @@ from typing import Iterable
 
 from audit.systems.kafka.domain.checks import CHECKS, COVERAGE
 from audit.systems.kafka.domain.epochs import checkpoint_problem_entries, epoch_differences
-from audit.systems.kafka.domain.replica import (PartitionMetadata, PartitionState, Range, ReplicaState, Settings, clip, merge,
-                                        not_after, size)
+from audit.systems.kafka.domain.replica import (PartitionMetadata, PartitionState, Range, ReplicaState, Settings, clip,
+                                                merge, not_after, size)
 from audit.systems.kafka.domain.truncation import Truncation, truncation_offset
 
 __all__ = ["PartitionMetadata", "PartitionState", "ReplicaState", "Settings", "clip", "merge", "reference_broker",

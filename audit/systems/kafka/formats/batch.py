@@ -21,7 +21,7 @@ from typing import NamedTuple, Sequence
 
 import crc32c
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.records import CODECS, Record, SimpleRecord, decode_records, encode_record
 
 HEADER_SIZE = 61            # DefaultRecordBatch.RECORD_BATCH_OVERHEAD

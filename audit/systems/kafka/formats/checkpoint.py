@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable, NamedTuple, TypeVar
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 VERSION = 0  # OffsetCheckpointFile.CURRENT_VERSION, LeaderEpochCheckpointFile.CURRENT_VERSION
 OFFSET_CHECKPOINT_FILES = ("replication-offset-checkpoint", "recovery-point-offset-checkpoint",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 _TEXT_START = 60  # how much of a line an error item repeats (it may be payload text)
 

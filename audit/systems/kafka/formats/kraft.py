@@ -18,7 +18,7 @@ import json
 import re
 from typing import Iterable, Sequence
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.batch import HEADER_SIZE, batch_crc, decode_batch, decode_header, encode_batch
 from audit.systems.kafka.formats.kraft_records import (UnknownRecordType, decode_control_value, decode_metadata_value,
                                                encode_control, encode_metadata_value)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import struct
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.kraft_wire import (F, Array, Reader, Schema, Struct, decode_message, encode_struct,
                                             message_schema)
 from audit.systems.kafka.formats.records import write_unsigned_varint

@@ -14,7 +14,7 @@ import binascii
 import struct
 from typing import NamedTuple
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.records import read_unsigned_varint, write_unsigned_varint
 
 _NO_DEFAULT = object()

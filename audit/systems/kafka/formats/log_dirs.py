@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 _QUERYING = "Querying brokers for log directories information"
 _RECEIVED = re.compile(r"Received log directory information from brokers ((?:-?\d+(?:,-?\d+)*)?)")

@@ -21,7 +21,7 @@ import re
 import struct
 from typing import NamedTuple
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 CHECKPOINT_VERSION = 0  # Checkpoint.VERSION
 _TEXT_START = 60

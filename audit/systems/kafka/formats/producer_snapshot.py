@@ -16,7 +16,7 @@ from typing import Iterable, NamedTuple
 
 import crc32c
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.checkpoint import java_int
 
 VERSION = 1

@@ -16,7 +16,7 @@ import binascii
 import re
 import time
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.checkpoint import java_int, java_lines
 
 _URL_B64 = re.compile(r"[A-Za-z0-9_-]*={0,2}")

@@ -16,7 +16,7 @@ import struct
 import zlib
 from typing import NamedTuple, Sequence
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")  # CompressionType ids 0..4
 CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER",

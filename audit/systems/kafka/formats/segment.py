@@ -22,7 +22,7 @@ import io
 import os
 from typing import BinaryIO, Callable, NamedTuple
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.batch import (HEADER_SIZE, LOG_OVERHEAD, PREFIX_SIZE, BatchHeader, batch_crc,
                                        check_prefix, decode_header)
 from audit.systems.kafka.formats.checkpoint import java_int

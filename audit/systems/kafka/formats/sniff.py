@@ -13,7 +13,8 @@ import io
 import json
 import re
 
-from audit.systems.kafka.formats import checkpoint, dump_log, kraft, log_dirs, mm2, producer_snapshot, properties, segment
+from audit.systems.kafka.formats import (checkpoint, dump_log, kraft, log_dirs, mm2, producer_snapshot, properties,
+                                         segment)
 from audit.formats.sniffing import json_object
 
 _SNIFF_TEXT = 64 * 1024

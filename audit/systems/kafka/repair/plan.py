@@ -240,7 +240,7 @@ def estate_settings(estate: Any) -> tuple[dict[str, str], dict[tuple, str]]:
 
 def plan_run(outputs) -> tuple[list[dict], list[dict]]:
     """Plans and error items for the run's Kafka findings, each replica's log dir from tables/kafka_replicas."""
-    from audit.report.build import read_rows
+    from audit.tables import read_rows
 
     path = Path(outputs.root) / "tables" / "kafka_replicas"
     rows = read_rows(path, columns=("cluster", "broker", "topic", "partition", "log_dir")) if path.exists() else []

@@ -15,15 +15,16 @@ import binascii
 import re
 from typing import Callable, Iterator
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.checkpoint import (LEADER_EPOCH_CHECKPOINT_FILE, OFFSET_CHECKPOINT_FILES,
                                             parse_leader_epoch_checkpoint, parse_offsets_checkpoint)
 from audit.systems.kafka.formats.mm2 import decode_checkpoint, decode_offset_sync
 from audit.systems.kafka.formats.properties import parse_meta_properties, parse_partition_metadata
 from audit.systems.kafka.transforms import kraft_rows, raw_docs, text_rows
 from audit.systems.kafka.transforms.raw_docs import parse_partition_dir
-from audit.systems.kafka.transforms.tables import (BATCHES, EPOCH_ANSWERS, EPOCHS, MM2_CHECKPOINTS, MM2_GROUPS, MM2_OFFSETS,
-                                           MM2_SYNCS, PARTITIONS, QUARANTINE_TABLE, REPLICA_LAGS, SEGMENTS, SYSTEM)
+from audit.systems.kafka.transforms.tables import (BATCHES, EPOCH_ANSWERS, EPOCHS, MM2_CHECKPOINTS, MM2_GROUPS,
+                                                   MM2_OFFSETS, MM2_SYNCS, PARTITIONS, QUARANTINE_TABLE, REPLICA_LAGS,
+                                                   SEGMENTS, SYSTEM)
 
 Row = tuple[str, dict]
 # partial rows (joined in normalize.py)

@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.kafka.formats.kraft import (METADATA_PARTITION_DIR, QUORUM_STATE_FILE, decode_metadata_log,
                                        decode_quorum_state, decode_snapshot, replay, since_snapshot)
 from audit.systems.kafka.formats.segment import segment_base_offset

@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from audit.formats.errors import MISSING, PayloadError
+from audit.errors import MISSING, PayloadError
 
 BATCH_COLUMNS = ("base_offset", "last_offset", "partition_leader_epoch", "magic", "crc", "crc_valid", "attributes",
                  "max_timestamp", "base_timestamp", "producer_id", "producer_epoch", "base_sequence",

@@ -28,7 +28,7 @@ import re
 import time
 from typing import Any, Callable
 
-from audit.collectors.base import CollectionReport, Collector, CoverageGap, RawSink
+from audit.collectors.base import CollectionReport, CoverageGap, RawSink
 from audit.systems.pulsar.collect.admin_client import AdminClient, RetryPolicy, quote
 from audit.systems.pulsar.collect.discovery import TopicName, discover_topics, subject_names
 from audit.systems.pulsar.collect.dump import DUMP_KEY, DumpSettings, TopicDump, stored, wall_ms
@@ -37,7 +37,7 @@ from audit.systems.pulsar.collect.dump_window import plan_window, replicated_sub
 from audit.systems.pulsar.config import PulsarCluster
 from audit.config.secrets import SecretResolver
 from audit.systems.pulsar.domain.snapshot_cache import version_tuple
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.pulsar.formats.broker_version import decode_broker_version
 from audit.systems.pulsar.formats.message_ttl import MESSAGE_TTL_KEY, NAMESPACE_MESSAGE_TTL_KEY
 from audit.systems.pulsar.formats.read_instant import READ_SUFFIX, encode_read_instant
@@ -104,7 +104,7 @@ def check_cluster(cluster: PulsarCluster) -> None:
                                 cluster.source)
 
 
-class PulsarCollector(Collector):
+class PulsarCollector:
     system = "pulsar"
 
     def __init__(self, *, sleep: Callable[[float], None] = time.sleep, retry_attempts: int = 5,

@@ -32,7 +32,7 @@ from urllib.parse import quote
 
 from audit.collectors.base import ImportJob
 from audit.contracts import ImportKind, ImportOption
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.pulsar.formats.message_ttl import MESSAGE_TTL_KEY as MESSAGE_TTL_FILE
 from audit.systems.pulsar.formats.message_ttl import NAMESPACE_MESSAGE_TTL_KEY as NAMESPACE_MESSAGE_TTL_FILE
 

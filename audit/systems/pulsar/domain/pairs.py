@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Callable
 
-import numpy as np
 
 from audit.systems.pulsar.domain import checks, pip33
 from audit.systems.pulsar.domain.failover import Bounds, compare, failover

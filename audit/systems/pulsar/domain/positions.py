@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 BEFORE_FIRST_ENTRY = -1  # entry -1 of L: "before entry 0 of L", e.g. a fresh cursor's markDeletePosition
 

@@ -7,7 +7,7 @@ import re
 from typing import Iterable, Iterator
 
 from audit.systems.pulsar.domain.positions import POSITION_PATTERN, Position, parse_position
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 FIELD = "individuallyDeletedMessages"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 # MAJOR.MINOR then anything a build appends (patch, -SNAPSHOT, a vendor's fourth number); the audit decides
 # whether the rest says which snapshot cache the broker runs (audit/systems/pulsar/domain/snapshot_cache.py).

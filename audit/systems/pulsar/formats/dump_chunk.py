@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.pulsar.formats.entry import EntryGap, EntryRecord, decode_entry_line, dump_lines, line_source
 
 CHUNK_NAME = re.compile(r"(\d+)/(\d+)-(\d+)\.jsonl")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from audit.systems.pulsar.domain.positions import Position
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.pulsar.formats import jsonbody as jb
 
 COUNTS = ("entries_expected", "entries_read", "entries_failed", "entries_not_fetched")

@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Iterator, Mapping
 
 from audit.systems.pulsar.domain.positions import Position, parse_position
-from audit.formats.errors import MISSING, PayloadError
+from audit.errors import MISSING, PayloadError
 from audit.systems.pulsar.formats.markers import decode_marker
 from audit.systems.pulsar.formats.timefmt import format_time_ms, parse_time_ms
 

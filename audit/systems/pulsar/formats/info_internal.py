@@ -14,7 +14,7 @@ from typing import Mapping
 
 from audit.systems.pulsar.domain.positions import BEFORE_FIRST_ENTRY, Position
 from audit.systems.pulsar.domain.rangeset import AckRanges
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.pulsar.formats import jsonbody as jb
 from audit.systems.pulsar.formats.stats_internal import ranges_to_json
 

@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from audit.formats.errors import MISSING, PayloadError
+from audit.errors import MISSING, PayloadError
 from audit.systems.pulsar.domain.positions import Position, parse_position
 
 ROOT = "<root>"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from google.protobuf.message import DecodeError
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.pulsar.formats.proto import PulsarMarkers_pb2 as pb
 
 SNAPSHOT_REQUEST, SNAPSHOT_RESPONSE, SNAPSHOT, UPDATE = 10, 11, 12, 13

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 MESSAGE_TTL_KEY = "message-ttl.json"
 NAMESPACE_MESSAGE_TTL_KEY = "namespace-message-ttl.json"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from audit.formats.errors import MISSING, PayloadError
+from audit.errors import MISSING, PayloadError
 
 READ_SUFFIX = ".read.json"
 REREADS = "rereads"                  # folder of the rereads inside a topic folder

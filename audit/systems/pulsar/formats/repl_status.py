@@ -2,7 +2,7 @@
 a `Map<String, Boolean>` from (partition) topic name to "replicated subscriptions enabled"."""
 from __future__ import annotations
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.pulsar.formats import jsonbody as jb
 
 EXPECTED = "an object of topic name -> true/false"

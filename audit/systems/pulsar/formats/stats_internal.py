@@ -13,7 +13,7 @@ from typing import Mapping
 
 from audit.systems.pulsar.domain.positions import Position
 from audit.systems.pulsar.domain.rangeset import AckRanges, parse_individually_deleted
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.pulsar.formats import jsonbody as jb
 
 REPLICATOR_PREFIX = "pulsar.repl."  # broker setting replicatorPrefix (default "pulsar.repl") + "."

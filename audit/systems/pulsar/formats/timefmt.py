@@ -10,7 +10,7 @@ import calendar
 import datetime as dt
 import re
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 
 _TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?"
                    r"(Z|[+-]\d{2}(?::?\d{2}(?::?\d{2})?)?)?")

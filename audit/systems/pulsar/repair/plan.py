@@ -58,7 +58,7 @@ def plan_subscription_repairs(failover_rows: list[dict], *, cluster_admin_urls: 
 def plan_run(outputs) -> tuple[list[dict], list[dict]]:
     """Plans and error items for the run's metrics/pulsar_failover rows (none when the run has no such
     metrics), the reset calls pointed at each target cluster's admin URL from the estate (when it has one)."""
-    from audit.report.build import read_rows
+    from audit.tables import read_rows
 
     path = Path(outputs.root) / "metrics" / "pulsar_failover"
     rows = read_rows(path) if path.exists() else []

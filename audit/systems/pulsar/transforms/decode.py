@@ -17,7 +17,7 @@ import re
 from typing import Iterator
 from urllib.parse import unquote
 
-from audit.formats.errors import PayloadError
+from audit.errors import PayloadError
 from audit.systems.pulsar.formats.broker_version import decode_broker_version
 from audit.systems.pulsar.formats.dump_window import decode_dump_window
 from audit.systems.pulsar.formats.entry import EntryGap, decode_entry_line, dump_lines, line_source

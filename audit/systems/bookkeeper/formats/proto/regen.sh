@@ -5,7 +5,7 @@
 # the pinned version, otherwise the output (and its runtime check) differs.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(cd "$here/../../../.." && pwd)"
+repo="$(cd "$here/../../../../.." && pwd)"
 out="${1:-$here}"
 python="${PYTHON:-$repo/.venv/bin/python}"
 cd "$here"

@@ -4,7 +4,7 @@
 # PYTHON selects the interpreter (default: the repo's .venv); grpcio-tools must be the pinned version.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(cd "$here/../../../.." && pwd)"
+repo="$(cd "$here/../../../../.." && pwd)"
 out="${1:-$here}"
 python="${PYTHON:-$repo/.venv/bin/python}"
 cd "$here"
