@@ -116,6 +116,10 @@ def start_run(estate_file: str, run_id: str | None = None, as_of_ms: int | None 
     from audit.config.estate import load_estate
     from audit.store.run import new_attempt_id
 
+    if not estate_file:
+        from audit.config.home import NO_ESTATE
+
+        raise ValueError(NO_ESTATE)
     estate = load_estate(estate_file)  # fail fast, naming the field, before anything is written
     doc = {}
     if scope is not None:

@@ -5,17 +5,12 @@ bad value fails with the Param's description before any task runs; a system or c
 fails the first task, naming it."""
 from __future__ import annotations
 
-import os
-
 from airflow.sdk import Param, dag, get_current_context, task
 
+from audit.config.home import default_estate
 from audit.dag_stages import audit_stages
 
-DEFAULT_ESTATE = os.environ.get(
-    "REPLAUDIT_ESTATE",
-    os.path.join(os.environ.get("REPLAUDIT_HOME", os.path.dirname(os.path.dirname(__file__))),
-                 "lab", "estate.yaml"),
-)
+DEFAULT_ESTATE = default_estate()   # $REPLAUDIT_ESTATE; never the lab estate (audit/config/home.py)
 NAME = r"^[a-z0-9][a-z0-9-]*$"
 DURATION = r"^(|\d+|(\d+[smhdSMHD])+)$"
 
@@ -32,7 +27,7 @@ def _systems() -> list[str]:
     catchup=False,
     tags=["replaudit", "incident"],
     params={
-        "estate_file": Param(DEFAULT_ESTATE, type="string", minLength=1, description="estate YAML"),
+        "estate_file": Param(DEFAULT_ESTATE, type="string", description="estate YAML (default: $REPLAUDIT_ESTATE)"),
         "systems": Param([], type="array", items={"type": "string", "enum": _systems()},
                          description="only these systems (empty: every system the estate declares)"),
         "clusters": Param([], type="array", items={"type": "string", "pattern": NAME},

@@ -7,18 +7,14 @@ validate, report and alert run once every system is done, whether or not it succ
 system is reported as not covered and never hides the others' findings."""
 from __future__ import annotations
 
-import os
 from datetime import datetime, timezone
 
 from airflow.sdk import Param, dag, get_current_context, task
 
+from audit.config.home import default_estate
 from audit.dag_stages import audit_stages, compact  # noqa: F401  (compact: what the tasks return)
 
-DEFAULT_ESTATE = os.environ.get(
-    "REPLAUDIT_ESTATE",
-    os.path.join(os.environ.get("REPLAUDIT_HOME", os.path.dirname(os.path.dirname(__file__))),
-                 "lab", "estate.yaml"),
-)
+DEFAULT_ESTATE = default_estate()   # $REPLAUDIT_ESTATE; never the lab estate (audit/config/home.py)
 
 
 @dag(
@@ -28,7 +24,8 @@ DEFAULT_ESTATE = os.environ.get(
     catchup=False,
     max_active_runs=1,
     tags=["replaudit", "audit"],
-    params={"estate_file": Param(DEFAULT_ESTATE, type="string", description="estate YAML to audit")},
+    params={"estate_file": Param(DEFAULT_ESTATE, type="string",
+                                 description="estate YAML to audit (default: $REPLAUDIT_ESTATE)")},
     doc_md=__doc__,
 )
 def replaudit_nightly_audit():

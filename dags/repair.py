@@ -10,17 +10,14 @@ each call after its precondition is read once more; the first that does not hold
 the store's audit log (`<estate>/repairs/<plan_id>/audit-log/`)."""
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 
 from airflow.providers.standard.operators.hitl import ApprovalOperator
 from airflow.sdk import Param, dag, get_current_context, task
 
-DEFAULT_ESTATE = os.environ.get(
-    "REPLAUDIT_ESTATE",
-    os.path.join(os.environ.get("REPLAUDIT_HOME", os.path.dirname(os.path.dirname(__file__))),
-                 "lab", "estate.yaml"),
-)
+from audit.config.home import default_estate
+
+DEFAULT_ESTATE = default_estate()   # $REPLAUDIT_ESTATE; never the lab estate (audit/config/home.py)
 RESPONSE_TIMEOUT = timedelta(hours=12)     # an unanswered approval is a refusal, not a pending change
 
 
@@ -33,6 +30,10 @@ def _run(params: dict, approved_by: str | None) -> dict:
     from audit.repair import runner
     from audit.store import open_estate_store
 
+    if not params.get("estate_file"):
+        from audit.config.home import NO_ESTATE
+
+        raise ValueError(NO_ESTATE)
     estate = load_estate(params["estate_file"])
     secrets = SecretResolver()
     text: list[str] = []
@@ -53,7 +54,7 @@ def _run(params: dict, approved_by: str | None) -> dict:
     catchup=False,
     tags=["replaudit", "repair"],
     params={
-        "estate_file": Param(DEFAULT_ESTATE, type="string", minLength=1, description="estate YAML"),
+        "estate_file": Param(DEFAULT_ESTATE, type="string", description="estate YAML (default: $REPLAUDIT_ESTATE)"),
         "plan_id": Param("", type="string", pattern=r"^[0-9a-f]{64}$",
                          description="the plan's id: its sha256, as listed by `replaudit repair plan`"),
         "apply": Param(False, type="boolean",

@@ -58,8 +58,8 @@ def run_stage(spark, system: str, stage: str, input_dir: str, output_dir: str, *
     if stage == "normalize":
         return sys_.pipeline.normalize(spark, input_dir, output_dir)
     if stage == "audit":
-        return sys_.pipeline.audit(spark, input_dir, output_dir, AuditRequest(run_id, as_of_ms, thresholds, tuple(clusters),
-                                                                     scope or EVERYTHING))
+        return sys_.pipeline.audit(spark, input_dir, output_dir,
+                                   AuditRequest(run_id, as_of_ms, thresholds, tuple(clusters), scope or EVERYTHING))
     raise ValueError(f"stage {stage!r}: expected one of {', '.join(STAGES)}")
 
 

@@ -43,3 +43,24 @@ def spark():
 
     return get_spark("replaudit-tests", master="local[2]",
                      conf={"spark.sql.shuffle.partitions": "2", "spark.ui.showConsoleProgress": "false"})
+
+
+# Tests that run a whole audit (the pipeline's run_all, `replaudit run/check/demo`, or an Airflow dag.test), by
+# module: `-m "not e2e"` leaves the unit and component tests.
+E2E_MODULES = {
+    "tests/alerts/test_lab_nights.py", "tests/cli/test_cli.py", "tests/cli/test_import_ctime.py",
+    "tests/dags/test_incident_dag.py", "tests/dags/test_nightly_audit_dag.py", "tests/dags/test_repair_dag.py",
+    "tests/history/test_history_nights.py", "tests/incident/test_check.py", "tests/kafka/incident/test_subjects.py",
+    "tests/kafka/pipeline/test_kafka_lab_seeds.py", "tests/kafka/pipeline/test_real_logdir.py",
+    "tests/pipeline/test_pipeline_s3.py", "tests/pulsar/cli/test_import.py", "tests/pulsar/cli/test_snapshots_apart.py",
+    "tests/test_plugin_system.py", "tests/bookkeeper/pipeline/test_lab_seeds.py",
+    "tests/pulsar/pipeline/test_lab_seeds.py",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+        if Path(str(item.fspath)).resolve().relative_to(REPO).as_posix() in E2E_MODULES:
+            item.add_marker(pytest.mark.e2e)

@@ -93,46 +93,64 @@ def import_graph(modules: dict[str, Path]) -> dict[str, dict[str, int]]:
 
 def _strongly_connected(graph: dict[str, dict[str, int]]) -> list[set[str]]:
     """Tarjan's algorithm, iterative; components of more than one module only (self-imports are dropped)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    out: list[set[str]] = []
+    search = _TarjanSearch(graph)
     for start in sorted(graph):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
+        if start not in search.index:
+            search.from_module(start)
+    return search.components
+
+
+class _TarjanSearch:
+    """One iterative Tarjan search over an import graph: the visit order and low links, the stack of modules
+    whose component is still open, and the components of more than one module found so far."""
+
+    def __init__(self, graph: dict[str, dict[str, int]]):
+        self.graph = graph
+        self.index: dict[str, int] = {}
+        self.low: dict[str, int] = {}
+        self.stack: list[str] = []
+        self.on_stack: set[str] = set()
+        self.components: list[set[str]] = []
+
+    def from_module(self, start: str) -> None:
+        """Depth first from `start`, with an explicit stack of (module, its imports still to follow)."""
+        work = [self._enter(start)]
         while work:
             node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in graph:
-                    continue
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = set()
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.add(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    out.append(component)
-    return out
+            child = children.pop() if children else None
+            if child is None:   # every import followed: the module is done
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    self.low[parent] = min(self.low[parent], self.low[node])
+                self._close(node)
+            elif child not in self.graph:
+                continue   # an import of a module outside the graph is no edge
+            elif child not in self.index:
+                work.append(self._enter(child))
+            elif child in self.on_stack:
+                self.low[node] = min(self.low[node], self.index[child])
+
+    def _enter(self, node: str) -> tuple[str, list[str]]:
+        """Visits `node` -> (node, its imports to follow, the first last)."""
+        self.index[node] = self.low[node] = len(self.index)
+        self.stack.append(node)
+        self.on_stack.add(node)
+        return node, sorted(self.graph[node], reverse=True)
+
+    def _close(self, node: str) -> None:
+        """When `node` roots a component, pops the component off the stack; keeps it if it has several modules."""
+        if self.low[node] != self.index[node]:
+            return
+        component = set()
+        while True:
+            member = self.stack.pop()
+            self.on_stack.discard(member)
+            component.add(member)
+            if member == node:
+                break
+        if len(component) > 1:
+            self.components.append(component)
 
 
 def _cycles(graph: dict[str, dict[str, int]], limit: int = 500) -> list[tuple[str, ...]]:
@@ -324,7 +342,8 @@ def test_the_heavy_import_probe_sees_a_lab_import():
     """The probe above would see a lab module: importing one's plugin shows up."""
     import sys
 
-    code = f"import sys\nimport lab.bookkeeper.plugin\nprint(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))"
+    code = ("import sys\nimport lab.bookkeeper.plugin\n"
+            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert "lab" in out.stdout
 

@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 
 from audit.alerts.http import AlertResult, http_route, post_json, selected
 from audit.systems import meaning
+from audit.timeutil import now_ms
 
 PATH = "/api/v2/alerts"
 
@@ -41,7 +42,7 @@ def postable(estate: str, row: Mapping[str, Any], now_ms: int, ttl_s: int) -> di
 
 
 def post_alerts(route: Any, summary: Mapping[str, Any], notices: list[Mapping[str, Any]], secrets: Any, *,
-                firing: list[Mapping[str, Any]] = (), now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+                firing: list[Mapping[str, Any]] = (), now_ms: Callable[[], int] = now_ms,
                 retries: int = 3, backoff_s: float = 0.5, sleep: Callable[[float], None] = time.sleep,
                 **_: Any) -> AlertResult:
     """`notices`: tonight's notices (their resolved ones end now); `firing`: every signal still firing."""

@@ -131,4 +131,5 @@ def alert_run(store: Any, estate: Any, run_id: str, at_ms: int, summary: Mapping
         log.error("%s", problems[-1])
     else:
         key = save_state(store, name, run_id, at_ms, state, notices, results)
-    return {"notices": dict(Counter(n.kind for n in notices)), "routes": results, "previous_run": previous_run, "state": key, "problems": problems}
+    return {"notices": dict(Counter(n.kind for n in notices)), "routes": results, "previous_run": previous_run,
+            "state": key, "problems": problems}

@@ -36,7 +36,8 @@ def _import_parser(sub) -> None:
     p.add_argument("--cluster", required=True)
     kinds = {k: None for s in known for k in s.pipeline.import_kinds}
     p.add_argument("--kind", required=True, choices=list(kinds),
-                   help="raw payload kind: " + "; ".join(f"{s.name} " + ", ".join(s.pipeline.import_kinds) for s in known)
+                   help="raw payload kind: "
+                   + "; ".join(f"{s.name} " + ", ".join(s.pipeline.import_kinds) for s in known)
                    + " (docs/layout.md and each system's contracts)")
     options = {o.name: o for s in known for k in s.pipeline.import_kinds.values() for o in k.options}
     for o in options.values():

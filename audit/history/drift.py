@@ -55,7 +55,8 @@ class Bound(NamedTuple):
             rate = math.inf if not self.before else self.after / self.before
             return f"{self.metric} went from {self.before:g} to {self.after:g} {when} (x{rate:.2f}; allowed " \
                    f"x{r.max_decrease if r.max_decrease is not None else 0}..x{r.max_increase})"
-        return f"{self.metric} went from {self.before:g} to {self.after:g} {when} (change {self.after - self.before:+g})"
+        return f"{self.metric} went from {self.before:g} to {self.after:g} {when} " \
+               f"(change {self.after - self.before:+g})"
 
 
 def baseline(history: Sequence[RunMetrics], at_ms: int, compare_with: str) -> RunMetrics | None:

@@ -21,6 +21,7 @@ from audit.history.trend import trends
 from audit.report.html import render_html
 from audit.report.summary import build_summary
 from audit.tables import file_rows, is_data_file, read_rows
+from audit.timeutil import now_ms
 
 def _coverage(root: Path) -> list[dict]:
     gaps = []
@@ -57,7 +58,7 @@ def _ground_truth(root: Path) -> dict[str, Any]:
 
 
 def repair_plans(systems: Sequence[System], outputs: RunOutputs) -> dict[str, tuple[list[dict], list[dict]]]:
-    """System name -> (plans, errors) of its `plan_repairs` (systems without a planner are left out)."""
+    """System name -> (plans, errors) of its `repair.plan` (systems without a planner are left out)."""
     return {s.name: tuple(s.repair.plan(outputs)) for s in systems if s.repair is not None}
 
 
@@ -101,7 +102,7 @@ def build_run_report(root: Path, *, estate: str, run_id: str, attempt_id: str, r
     summary = build_summary(run_meta, violations, gaps, validation, truth or None, systems=systems, outputs=outputs)
     planned = repair_plans(systems, outputs)
     summary["repair_plans"] = [plan_summary(name, p) for name, (plans, _) in planned.items() for p in plans]
-    now = at_ms if at_ms is not None else int(time.time() * 1000)
+    now = at_ms if at_ms is not None else now_ms()
     if first_seen is not None:
         for v in violations:
             v["first_seen_ms"] = first_seen.get(fingerprint(v["system"], v["cluster"], v["check"],

@@ -22,6 +22,7 @@ from audit.validate.outcome import ValidationOutcome
 CLEAN, VIOLATIONS, INCOMPLETE = "clean", "violations", "incomplete"
 DETAIL_LIMIT = 200   # scorecard items listed per outcome kind
 KINDS = ("injected", "detected", "wrong_count", "missed", "false_alarms")
+_ClaimPool = dict[tuple, list[tuple[int, int, Any]]]   # (system, claim key) -> [(violation, claim, count)]
 
 
 class SummaryInputError(ValueError):
@@ -123,20 +124,53 @@ def scorecard(truths: Any, violations: list[Mapping[str, Any]], systems: Sequenc
     lab_clusters = {t.get("cluster") for t in truths}
     expected = [(f, t["system"]) for t in truths for f in t.get("findings", [])]
     scored = [v for v in violations if v.get("cluster") in lab_clusters]
-    # Each claim answers one truth item; a violation is a false alarm when none of its claims is used.
-    pool: dict[tuple, list[tuple[int, int, Any]]] = {}
+    per_check: dict[str, Counter] = {}
+    detected, wrong, missed, used_violations = _match_truths(expected, _claim_pool(scored, sections), sections,
+                                                             at_least, per_check)
+    false_alarms = _false_alarms(scored, used_violations, per_check)
+    per_cluster = _per_cluster(lab_clusters, detected=detected, wrong_count=wrong, missed=missed,
+                               false_alarms=false_alarms)
+    seeds = {t.get("cluster"): t.get("seed") for t in truths}
+    card = {
+        "clusters": sorted(c for c in lab_clusters if c),
+        "faults": sum(len(t.get("faults", [])) for t in truths),
+        "injected": len(expected), "detected": len(detected), "wrong_count": len(wrong),
+        "missed": len(missed), "false_alarms": len(false_alarms),
+        "perfect": not (wrong or missed or false_alarms),
+        "by_check": {c: {k: cnt.get(k, 0) for k in KINDS} for c, cnt in sorted(per_check.items())},
+        # one line per lab cluster (a lab seed): what a many-seed estate prints seed by seed
+        "by_cluster": {c: {"seed": seeds.get(c), "injected": cnt["detected"] + cnt["wrong_count"] + cnt["missed"],
+                           **{k: cnt.get(k, 0) for k in ("detected", "wrong_count", "missed", "false_alarms")}}
+                       for c, cnt in sorted(per_cluster.items())},
+        "wrong_count_items": wrong[:DETAIL_LIMIT], "missed_items": missed[:DETAIL_LIMIT],
+        "false_alarm_items": false_alarms[:DETAIL_LIMIT],
+    }
+    _add_section_scorecards(card, truths, systems, outputs)
+    return card
+
+
+def _claim_pool(scored: list[Mapping[str, Any]], sections: Mapping[str, Any]) -> _ClaimPool:
+    """(system, claim key) -> [(violation index, claim index, claimed count)]: each claim answers one truth item."""
+    pool: _ClaimPool = {}
     for vi, v in enumerate(scored):
         section = sections.get(v.get("system"))
         for ci, (key, count) in enumerate(section.claims(v) if section else ()):
             pool.setdefault((v["system"], key), []).append((vi, ci, count))
+    return pool
+
+
+def _match_truths(expected: list[tuple[Mapping[str, Any], str]], pool: _ClaimPool,
+                  sections: Mapping[str, Any], at_least: set[str], per_check: dict[str, Counter]
+                  ) -> tuple[list[dict], list[dict], list[dict], set[int]]:
+    """Each expected finding takes the first unused claim of its key -> (detected, wrong_count, missed items, the
+    violations that answered one); counts them in `per_check`."""
     used_claims: set[tuple[int, int]] = set()
     used_violations: set[int] = set()
     detected, wrong, missed = [], [], []
-    per_check: dict[str, Counter] = {}
     for f, system in expected:
         section = sections[system]
-        key = (system, section.truth_key(f))
-        match = next((c for c in pool.get(key, []) if (c[0], c[1]) not in used_claims
+        # a violation's first claim (the whole violation) only while the violation answered nothing else
+        match = next((c for c in pool.get((system, section.truth_key(f)), []) if (c[0], c[1]) not in used_claims
                       and (c[1] > 0 or c[0] not in used_violations)), None)
         pc = per_check.setdefault(f["check"], Counter())
         pc["injected"] += 1
@@ -155,32 +189,33 @@ def scorecard(truths: Any, violations: list[Mapping[str, Any]], systems: Sequenc
         else:
             detected.append(item)
             pc["detected"] += 1
+    return detected, wrong, missed, used_violations
+
+
+def _false_alarms(scored: list[Mapping[str, Any]], used_violations: set[int], per_check: dict[str, Counter]
+                  ) -> list[dict[str, Any]]:
+    """The violations none of whose claims answered a truth item; counted in `per_check`."""
     false_alarms = []
     for vi, v in enumerate(scored):
         if vi not in used_violations:
             false_alarms.append({"check": v["check"], "cluster": v["cluster"], "subject": v.get("subject"),
                                  "entry_count": v.get("entry_count")})
             per_check.setdefault(v["check"], Counter())["false_alarms"] += 1
+    return false_alarms
+
+
+def _per_cluster(lab_clusters: set[Any], **items_by_kind: list[dict[str, Any]]) -> dict[str, Counter]:
+    """{lab cluster: Counter of its items per outcome kind}; every named lab cluster, even one without items."""
     per_cluster: dict[str, Counter] = {c: Counter() for c in lab_clusters if c}
-    for kind, items in (("detected", detected), ("wrong_count", wrong), ("missed", missed),
-                        ("false_alarms", false_alarms)):
+    for kind, items in items_by_kind.items():
         for item in items:
             per_cluster.setdefault(item["cluster"], Counter())[kind] += 1
-    seeds = {t.get("cluster"): t.get("seed") for t in truths}
-    card = {
-        "clusters": sorted(c for c in lab_clusters if c),
-        "faults": sum(len(t.get("faults", [])) for t in truths),
-        "injected": len(expected), "detected": len(detected), "wrong_count": len(wrong),
-        "missed": len(missed), "false_alarms": len(false_alarms),
-        "perfect": not (wrong or missed or false_alarms),
-        "by_check": {c: {k: cnt.get(k, 0) for k in KINDS} for c, cnt in sorted(per_check.items())},
-        # one line per lab cluster (a lab seed): what a many-seed estate prints seed by seed
-        "by_cluster": {c: {"seed": seeds.get(c), "injected": cnt["detected"] + cnt["wrong_count"] + cnt["missed"],
-                           **{k: cnt.get(k, 0) for k in ("detected", "wrong_count", "missed", "false_alarms")}}
-                       for c, cnt in sorted(per_cluster.items())},
-        "wrong_count_items": wrong[:DETAIL_LIMIT], "missed_items": missed[:DETAIL_LIMIT],
-        "false_alarm_items": false_alarms[:DETAIL_LIMIT],
-    }
+    return per_cluster
+
+
+def _add_section_scorecards(card: dict[str, Any], truths: list[dict[str, Any]], systems: Sequence[System],
+                            outputs: RunOutputs | None) -> None:
+    """Each section with a `scorecard` adds its part under `scorecard_key`; its "perfect" joins the card's."""
     for system in systems:
         section = system.report
         if section.scorecard is None or not section.scorecard_key:
@@ -190,7 +225,6 @@ def scorecard(truths: Any, violations: list[Mapping[str, Any]], systems: Sequenc
         if part is not None:
             card[section.scorecard_key] = part
             card["perfect"] = card["perfect"] and bool(part.get("perfect", True))
-    return card
 
 
 def _truth_list(ground_truth: Any, systems: Sequence[System]) -> list[dict[str, Any]]:

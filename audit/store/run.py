@@ -114,7 +114,8 @@ class RunWriter:
 
     def upload_dir(self, area: str, local_dir: str | Path, relprefix: str = "") -> list[str]:
         local_dir = Path(local_dir)
-        return [self.upload_file(area, "/".join(filter(None, (relprefix.strip("/"), p.relative_to(local_dir).as_posix()))), p)
+        return [self.upload_file(area, "/".join(filter(None, (relprefix.strip("/"),
+                                                               p.relative_to(local_dir).as_posix()))), p)
                 for p in sorted(iter_files(local_dir))]
 
     def publish(self, summary: dict) -> dict:
@@ -124,7 +125,8 @@ class RunWriter:
         objects = [self._describe(key) for key in self.store.list(self.prefix)]
         missing = sorted(set(self._written) - {o["key"] for o in objects})
         if missing:
-            raise StoreError(self.store.uri, missing[0], f"written by this attempt but not listed ({len(missing)} keys)")
+            raise StoreError(self.store.uri, missing[0],
+                             f"written by this attempt but not listed ({len(missing)} keys)")
         manifest = {
             "format": MANIFEST_FORMAT,
             "estate": self.estate,

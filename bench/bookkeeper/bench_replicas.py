@@ -23,7 +23,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TARGET_S = 20
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parent.parent))   # the repo root, where `bench` imports from
 
 from bench.bookkeeper import gen as bk_gen  # noqa: E402
 from audit.systems.bookkeeper.domain.striping import count_expected  # noqa: E402

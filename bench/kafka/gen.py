@@ -1,4 +1,5 @@
-"""Normalized Kafka tables (audit/systems/kafka/transforms/tables.py) for the benchmarks, generated straight into Parquet.
+"""Normalized Kafka tables (audit/systems/kafka/transforms/tables.py) for the benchmarks, generated straight into
+Parquet.
 
 Partitions (`generate_partitions`): one cluster of six brokers scanned one after another (a minute apart, each
 log dir's checkpoints read just before its segments are listed), `partitions` partitions in topics of 100, three

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parent.parent))   # the repo root, where `bench` imports from
 
 from bench.common import Results, main_of  # noqa: E402
 from bench.pulsar import gen as pulsar_gen  # noqa: E402

@@ -127,103 +127,155 @@ class _Planner:
         return plan
 
     def fault_plan(self, f: FaultSpec) -> None:
-        rng, now, kind = self.rng, self.now, f.kind
+        plan_kind = self._KIND_PLANS.get(f.kind)
+        if plan_kind is None:  # parse_lab_config admits only the kinds that have a plan
+            raise LabError(f"fault kind {f.kind!r} has no plan")
         bookie = self.special.get(f.index)
-        at = now - f.params.get("ago_min", 0) * MINUTE
-        planned: list[LedgerPlan] = []
-        params = dict(f.params, bookie=bookie) if kind in BOOKIE_FAULTS else dict(f.params)
-        log: dict[str, Any] = {"kind": kind, "index": f.index, "params": params}
-
-        def spanning(count: int, role_time: int) -> None:
-            # written across `role_time`: half the adds before it, half after
-            for _ in range(count):
-                n, dt = self.entries(MIN_FAULT_ENTRIES), rng.choice(ADD_INTERVALS_MS)
-                planned.append(self.add(kind, role_time - (n // 2) * dt, n, self.quorum(3), f, (bookie,), dt=dt))
-
-        if kind == "bookie_crash":
-            self.cluster.crash(bookie, at)
-            log["at_ms"] = at
-            for _ in range(f["ledgers_before"]):
-                n, dt = self.entries(MIN_FAULT_ENTRIES), rng.choice(ADD_INTERVALS_MS)
-                start = at - rng.randint(10, 60) * MINUTE - n * dt
-                planned.append(self.add(kind, start, n, self.quorum(3), f, (bookie,), dt=dt))
-            spanning(f["ledgers_across"], at)
-        elif kind == "ensemble_change":
-            self.cluster.crash(bookie, at, at + f["down_min"] * MINUTE)
-            log["at_ms"], log["back_ms"] = at, at + f["down_min"] * MINUTE
-            spanning(f["ledgers"], at)
-        elif kind == "bookie_readonly":
-            self.cluster.set_readonly(bookie, at)
-            log["at_ms"] = at
-            spanning(f["ledgers"], at)
-        elif kind == "replaced_ensemble_race":
-            for _ in range(f["ledgers"]):
-                n = self.entries(3 * f["in_flight"] + MIN_FAULT_ENTRIES)
-                planned.append(self.add(kind, now - rng.randint(20, 90) * MINUTE - n * 40, n, (2, 2, 1), f))
-        elif kind == "disk_loss":
-            log["at_ms"] = at
-            quorums = [q for q in DISK_LOSS_QUORUMS if self.cluster.feasible(q[0], q[1])]
-            for i in range(f["ledgers"]):
-                n, dt = self.entries(MIN_FAULT_ENTRIES), rng.choice(ADD_INTERVALS_MS)
-                start = at - rng.randint(5, 120) * MINUTE - n * dt
-                planned.append(self.add(kind, start, n, quorums[i % len(quorums)], f,
-                                        (bookie,), version=2 if i == 0 else 3, dt=dt))
-            self.after.append((at, "drop_on_bookie", f, planned))
-        elif kind == "unreachable_bookie":
-            self.cluster.unreachable_at_snapshot.add(bookie)
-            for _ in range(f["ledgers"]):
-                n, dt = self.entries(), rng.choice(ADD_INTERVALS_MS)
-                start = now - rng.randint(*HEALTHY_CTIME_MIN) * MINUTE - n * dt
-                planned.append(self.add(kind, start, n, self.quorum(3), f, (bookie,), dt=dt))
-        elif kind == "closed_without_data":
-            vanish = now - 30 * MINUTE
-            log["at_ms"] = vanish
-            for _ in range(f["ledgers"]):
-                n = self.entries(MIN_FAULT_ENTRIES)
-                planned.append(self.add(kind, now - rng.randint(60, 180) * MINUTE, n, self.quorum(3), f))
-            self.after.append((vanish, "drop_everywhere", f, planned))
-        elif kind == "open_ledger_writing":
-            for _ in range(f["ledgers"]):
-                n, dt = self.entries(MIN_FAULT_ENTRIES), rng.choice(ADD_INTERVALS_MS)
-                # the last add leaves the client just before the snapshot
-                planned.append(self.add(kind, now - (n - 1) * dt - rng.randint(1, dt), n, self.quorum(3), f, dt=dt))
-        elif kind == "open_ledger_abandoned":
-            for _ in range(f["ledgers"]):
-                n = self.entries(MIN_FAULT_ENTRIES)
-                start = now - f["age_hours"] * 60 * MINUTE - rng.randint(0, 59) * MINUTE
-                planned.append(self.add(kind, start, n, self.quorum(3), f))
-        elif kind == "slow_bookie":
-            log["at_ms"] = at
-            spanning(f["ledgers"], at)
-            for plan in planned:
-                plan.event_ms = at
-        elif kind == "rereplication":
-            self.cluster.crash(bookie, at, at + f["down_min"] * MINUTE)
-            log["at_ms"], log["back_ms"] = at, at + f["down_min"] * MINUTE
-            for _ in range(f["ledgers"]):   # closed before the bookie is lost
-                n, dt = self.entries(MIN_FAULT_ENTRIES), rng.choice(ADD_INTERVALS_MS)
-                start = at - rng.randint(10, 60) * MINUTE - n * dt
-                planned.append(self.add(kind, start, n, self.quorum(3), f, (bookie,), dt=dt))
-            self.after.append((at + MINUTE, "rereplicate", f, planned))
-        elif kind == "recently_closed":
-            close = now - f["closed_s_ago"] * 1000
-            for _ in range(f["ledgers"]):
-                n = self.entries(MIN_FAULT_ENTRIES)
-                dt = max(1, RECENT_ADDS_MS // n)
-                start = close - n * dt    # closed_at = start + n * dt (run_scenario)
-                index, exclude = self._index_bookie(start, close)
-                plan = self.add(kind, start, n, self.quorum(3), f, index, dt=dt)
-                plan.exclude = exclude
-                planned.append(plan)
-        elif kind == "placement_violation":
-            for _ in range(f["ledgers"]):
-                n = self.entries(MIN_FAULT_ENTRIES)
-                start = now - rng.randint(*HEALTHY_CTIME_MIN) * MINUTE - n * 40
-                planned.append(self.add(kind, start, n, (3, 2, 2), f))
-        else:  # parse_lab_config admits only the kinds above
-            raise LabError(f"fault kind {kind!r} has no plan")
-        log["_plans"] = planned
+        params = dict(f.params, bookie=bookie) if f.kind in BOOKIE_FAULTS else dict(f.params)
+        log: dict[str, Any] = {"kind": f.kind, "index": f.index, "params": params}
+        at = self.now - f.params.get("ago_min", 0) * MINUTE
+        log["_plans"] = plan_kind(self, f, bookie, at, log)
         self.fault_log.append(log)
+
+    # Each kind's plan: (planner, fault, its bookie, when it strikes, its ground-truth record) -> the fault's ledgers.
+    # The record gets the event's times (at_ms, back_ms); a loss after the fact is queued on `after`.
+    def _plan_bookie_crash(self, f: FaultSpec, bookie: str, at: int, log: dict[str, Any]) -> list[LedgerPlan]:
+        self.cluster.crash(bookie, at)
+        log["at_ms"] = at
+        before = [self._written_before(f, bookie, at) for _ in range(f["ledgers_before"])]
+        return before + self._written_across(f, bookie, at, f["ledgers_across"])
+
+    def _plan_ensemble_change(self, f: FaultSpec, bookie: str, at: int, log: dict[str, Any]) -> list[LedgerPlan]:
+        self._down_for_a_while(f, bookie, at, log)
+        return self._written_across(f, bookie, at, f["ledgers"])
+
+    def _plan_bookie_readonly(self, f: FaultSpec, bookie: str, at: int, log: dict[str, Any]) -> list[LedgerPlan]:
+        self.cluster.set_readonly(bookie, at)
+        log["at_ms"] = at
+        return self._written_across(f, bookie, at, f["ledgers"])
+
+    def _plan_replaced_ensemble_race(self, f: FaultSpec, bookie: None, at: int, log: dict[str, Any]
+                                     ) -> list[LedgerPlan]:
+        planned = []
+        for _ in range(f["ledgers"]):
+            n = self.entries(3 * f["in_flight"] + MIN_FAULT_ENTRIES)
+            planned.append(self.add(f.kind, self.now - self.rng.randint(20, 90) * MINUTE - n * 40, n, (2, 2, 1), f))
+        return planned
+
+    def _plan_disk_loss(self, f: FaultSpec, bookie: str, at: int, log: dict[str, Any]) -> list[LedgerPlan]:
+        log["at_ms"] = at
+        quorums = [q for q in DISK_LOSS_QUORUMS if self.cluster.feasible(q[0], q[1])]
+        planned = []
+        for i in range(f["ledgers"]):
+            n, dt = self.entries(MIN_FAULT_ENTRIES), self.rng.choice(ADD_INTERVALS_MS)
+            start = at - self.rng.randint(5, 120) * MINUTE - n * dt
+            planned.append(self.add(f.kind, start, n, quorums[i % len(quorums)], f,
+                                    (bookie,), version=2 if i == 0 else 3, dt=dt))
+        self.after.append((at, "drop_on_bookie", f, planned))
+        return planned
+
+    def _plan_unreachable_bookie(self, f: FaultSpec, bookie: str, at: int, log: dict[str, Any]) -> list[LedgerPlan]:
+        self.cluster.unreachable_at_snapshot.add(bookie)
+        planned = []
+        for _ in range(f["ledgers"]):   # ordinary ledgers that name the bookie
+            n, dt = self.entries(), self.rng.choice(ADD_INTERVALS_MS)
+            start = self.now - self.rng.randint(*HEALTHY_CTIME_MIN) * MINUTE - n * dt
+            planned.append(self.add(f.kind, start, n, self.quorum(3), f, (bookie,), dt=dt))
+        return planned
+
+    def _plan_closed_without_data(self, f: FaultSpec, bookie: None, at: int, log: dict[str, Any]
+                                  ) -> list[LedgerPlan]:
+        vanish = self.now - 30 * MINUTE
+        log["at_ms"] = vanish
+        planned = []
+        for _ in range(f["ledgers"]):
+            n = self.entries(MIN_FAULT_ENTRIES)
+            planned.append(self.add(f.kind, self.now - self.rng.randint(60, 180) * MINUTE, n, self.quorum(3), f))
+        self.after.append((vanish, "drop_everywhere", f, planned))
+        return planned
+
+    def _plan_open_ledger_writing(self, f: FaultSpec, bookie: None, at: int, log: dict[str, Any]
+                                  ) -> list[LedgerPlan]:
+        planned = []
+        for _ in range(f["ledgers"]):
+            n, dt = self.entries(MIN_FAULT_ENTRIES), self.rng.choice(ADD_INTERVALS_MS)
+            # the last add leaves the client just before the snapshot
+            start = self.now - (n - 1) * dt - self.rng.randint(1, dt)
+            planned.append(self.add(f.kind, start, n, self.quorum(3), f, dt=dt))
+        return planned
+
+    def _plan_open_ledger_abandoned(self, f: FaultSpec, bookie: None, at: int, log: dict[str, Any]
+                                    ) -> list[LedgerPlan]:
+        planned = []
+        for _ in range(f["ledgers"]):
+            n = self.entries(MIN_FAULT_ENTRIES)
+            start = self.now - f["age_hours"] * 60 * MINUTE - self.rng.randint(0, 59) * MINUTE
+            planned.append(self.add(f.kind, start, n, self.quorum(3), f))
+        return planned
+
+    def _plan_slow_bookie(self, f: FaultSpec, bookie: str, at: int, log: dict[str, Any]) -> list[LedgerPlan]:
+        log["at_ms"] = at
+        planned = self._written_across(f, bookie, at, f["ledgers"])
+        for plan in planned:
+            plan.event_ms = at
+        return planned
+
+    def _plan_rereplication(self, f: FaultSpec, bookie: str, at: int, log: dict[str, Any]) -> list[LedgerPlan]:
+        self._down_for_a_while(f, bookie, at, log)
+        # closed before the bookie is lost
+        planned = [self._written_before(f, bookie, at) for _ in range(f["ledgers"])]
+        self.after.append((at + MINUTE, "rereplicate", f, planned))
+        return planned
+
+    def _plan_recently_closed(self, f: FaultSpec, bookie: None, at: int, log: dict[str, Any]) -> list[LedgerPlan]:
+        close = self.now - f["closed_s_ago"] * 1000
+        planned = []
+        for _ in range(f["ledgers"]):
+            n = self.entries(MIN_FAULT_ENTRIES)
+            dt = max(1, RECENT_ADDS_MS // n)
+            start = close - n * dt    # closed_at = start + n * dt (run_scenario)
+            index, exclude = self._index_bookie(start, close)
+            plan = self.add(f.kind, start, n, self.quorum(3), f, index, dt=dt)
+            plan.exclude = exclude
+            planned.append(plan)
+        return planned
+
+    def _plan_placement_violation(self, f: FaultSpec, bookie: None, at: int, log: dict[str, Any]
+                                  ) -> list[LedgerPlan]:
+        planned = []
+        for _ in range(f["ledgers"]):
+            n = self.entries(MIN_FAULT_ENTRIES)
+            start = self.now - self.rng.randint(*HEALTHY_CTIME_MIN) * MINUTE - n * 40
+            planned.append(self.add(f.kind, start, n, (3, 2, 2), f))
+        return planned
+
+    _KIND_PLANS = {"bookie_crash": _plan_bookie_crash, "ensemble_change": _plan_ensemble_change,
+                   "bookie_readonly": _plan_bookie_readonly, "replaced_ensemble_race": _plan_replaced_ensemble_race,
+                   "disk_loss": _plan_disk_loss, "unreachable_bookie": _plan_unreachable_bookie,
+                   "closed_without_data": _plan_closed_without_data, "open_ledger_writing": _plan_open_ledger_writing,
+                   "open_ledger_abandoned": _plan_open_ledger_abandoned, "slow_bookie": _plan_slow_bookie,
+                   "rereplication": _plan_rereplication, "recently_closed": _plan_recently_closed,
+                   "placement_violation": _plan_placement_violation}
+
+    def _down_for_a_while(self, f: FaultSpec, bookie: str, at: int, log: dict[str, Any]) -> None:
+        """The bookie crashes at `at` and is back down_min later."""
+        back = at + f["down_min"] * MINUTE
+        self.cluster.crash(bookie, at, back)
+        log["at_ms"], log["back_ms"] = at, back
+
+    def _written_before(self, f: FaultSpec, bookie: str, at: int) -> LedgerPlan:
+        """A ledger on `bookie`, closed 10 to 60 min before the event at `at`."""
+        n, dt = self.entries(MIN_FAULT_ENTRIES), self.rng.choice(ADD_INTERVALS_MS)
+        start = at - self.rng.randint(10, 60) * MINUTE - n * dt
+        return self.add(f.kind, start, n, self.quorum(3), f, (bookie,), dt=dt)
+
+    def _written_across(self, f: FaultSpec, bookie: str, at: int, count: int) -> list[LedgerPlan]:
+        """`count` ledgers on `bookie` written across the event at `at`: half the adds before it, half after."""
+        planned = []
+        for _ in range(count):
+            n, dt = self.entries(MIN_FAULT_ENTRIES), self.rng.choice(ADD_INTERVALS_MS)
+            planned.append(self.add(f.kind, at - (n // 2) * dt, n, self.quorum(3), f, (bookie,), dt=dt))
+        return planned
 
     def _index_bookie(self, start: int, end: int) -> tuple[tuple[str, ...], frozenset[str]]:
         """(a location-index bookie to pin, the bookies to keep out) for a recently closed ledger; free bookies first,

@@ -8,8 +8,8 @@ counted. lost: Qw - m == 0, below ack quorum: Qw - m < Qa, below write quorum: Q
 
 Read probes (read_probe_percent, 100 by default) read the entries LedgerChecker.verifyLedgerFragment would verify:
 at 100 % every entry the metadata places on the bookie, below it the first and last of each fragment plus a seeded
-share of the rest -- the collector's own selection (audit.systems.bookkeeper.domain.verification.iter_ledger_probes, seeded
-by cluster, ledger, bookie and fragment). A probed bookie is seen to lack exactly the entries it really lost (its
+share of the rest -- the collector's own selection (audit.systems.bookkeeper.domain.verification.iter_ledger_probes,
+seeded by cluster, ledger, bookie and fragment). A probed bookie is seen to lack exactly the entries it really lost (its
 simulated store) that this selection reads; a lost entry no probe reads is expected to give no finding and is
 listed under `not_probed`, never counted missing. Probes cannot see entries a bookie holds outside its stripe.
 Entries outside the ensemble are information; only apache/bookkeeper#4651's shape is a finding: a bookie of e's write
@@ -24,6 +24,7 @@ Creation time is the stored ctime when the metadata has the field (a value <= 0 
 for format v2/v3 (LedgerMetadataSerDe.parseVersion2/3Config, AbstractZkLedgerManager); v1 without one is unknown."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from audit.systems.bookkeeper.config import BookKeeperThresholds
@@ -61,29 +62,33 @@ def creation_time(md: LedgerMetadata, znode_ctime: int | None) -> int | None:
     return znode_ctime if md.format_version >= 2 else None
 
 
+@dataclass
+class _Rows:
+    """The ground truth's lists, filled ledger by ledger in ledger id order."""
+    state: LabState
+    cluster: str
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    gaps: list[dict[str, Any]] = field(default_factory=list)
+    fragments: list[dict[str, Any]] = field(default_factory=list)
+    replicas: list[dict[str, Any]] = field(default_factory=list)
+    outside_info: list[dict[str, Any]] = field(default_factory=list)
+    not_probed: list[dict[str, Any]] = field(default_factory=list)
+    unsettled: list[dict[str, Any]] = field(default_factory=list)
+    hits: dict[int, list[dict[str, Any]]] = field(default_factory=dict)   # ledger id -> bookies that lost entries
+
+    def finding(self, check: str, lid: int, detail: str, **extra: Any) -> None:
+        self.findings.append({"check": check, "cluster": self.cluster, "ledger_id": lid, **extra, "detail": detail,
+                              "faults": sorted(self.state.roles[lid])})
+
+
 def ground_truth(state: LabState, cluster: str, znode_ctimes: dict[int, int] | None = None,
                  znode_mtimes: dict[int, int] | None = None, index_reads: dict[str, int] | None = None
                  ) -> dict[str, Any]:
     """`znode_ctimes`/`znode_mtimes`: the times a real ZooKeeper gave the znodes when the lab was loaded into one
     (it stamps its own clock); by default the lab's. `index_reads`: {bookie: read_at_ms} of the location indexes
     read then; by default the snapshot time."""
-    c, at = state.cluster, state.as_of_ms
     lists = bookie_lists(state)
-    registered = set(lists["available"]) | set(lists["readonly"])
-    findings: list[dict[str, Any]] = []
-    gaps: list[dict[str, Any]] = []
-    fragments: list[dict[str, Any]] = []
-    replicas: list[dict[str, Any]] = []
-    outside_info: list[dict[str, Any]] = []
-    not_probed: list[dict[str, Any]] = []
-    hits: dict[int, list[dict[str, Any]]] = {}   # ledger id -> bookies that lost entries of it
-    share = state.config.read_probe_percent
-    unsettled_rows: list[dict[str, Any]] = []
-
-    def finding(check: str, lid: int, detail: str, **extra: Any) -> None:
-        findings.append({"check": check, "cluster": cluster, "ledger_id": lid, **extra, "detail": detail,
-                         "faults": sorted(state.roles[lid])})
-
+    rows = _Rows(state, cluster)
     for lid in sorted(state.metadata):
         if lid in state.deleted_during_collection:
             continue   # gone before its bookies were asked: nothing to judge (the collector notes the deletion)
@@ -92,90 +97,130 @@ def ground_truth(state: LabState, cluster: str, znode_ctimes: dict[int, int] | N
         mtime = (znode_mtimes or {}).get(lid, state.znode_times[lid][1])
         unsettled = _unsettled_index(state, md, names, mtime, index_reads)
         if unsettled:
-            unsettled_rows.append({"cluster": cluster, "ledger_id": lid, "bookies": unsettled})
-
-        def answers(b: str, unsettled: list[str] = unsettled) -> bool:
-            return c.answers(b, at) and b not in unsettled
-        for b in names:
-            if not c.answers(b, at):
-                gaps.append({"cluster": cluster, "source": "bookie", "bookie": b, "ledger_id": lid,
-                             "error": UNREACHABLE})
-            if b not in registered:
-                check = "bk.ensemble_dead_bookie" if b in lists["cookies"] else "bk.ensemble_unknown_bookie"
-                finding(check, lid, f"ensemble names {b}, which is not registered as available or read-only",
-                        bookie=b)
-        bad = _placement_violations(md, c.racks)
-        if bad:
-            finding("bk.placement_violation", lid,
-                    f"{len(bad)} write set(s) span fewer than {MIN_RACKS_PER_WRITE_QUORUM} racks, e.g. "
-                    f"segment {bad[0][0]} bookies {list(bad[0][1])}")
-        znode_ctime = (znode_ctimes or {}).get(lid, state.znode_times[lid][0])
-        ctime = creation_time(md, znode_ctime)
-        if md.state != CLOSED and ctime is not None:
-            age = at - ctime
-            if age > state.config.open_ledger_max_age_s * 1000:
-                finding("bk.ledger_open_too_long", lid,
-                        f"{md.state} for {age // 3_600_000} h (ctime {ctime}), limit "
-                        f"{state.config.open_ledger_max_age_s} s", open_age_ms=age)
+            rows.unsettled.append({"cluster": cluster, "ledger_id": lid, "bookies": unsettled})
+        _judge_ensemble(rows, lid, names, lists)
+        _judge_placement(rows, lid, md)
+        _judge_open_age(rows, lid, md, (znode_ctimes or {}).get(lid, state.znode_times[lid][0]))
         if md.state == CLOSED and md.last_entry_id >= 0:
-            def held(b: str, lid: int = lid) -> set[int]:
-                return c.entries(b, lid) or set()
+            _judge_replicas(rows, lid, md, names, unsettled)
+    return _truth_document(rows)
 
-            probes = _probe_sets(state, md, names, cluster)
-            counts, frags = _replica_counts(md, held, answers, probes)
-            counts["ledger_id"] = lid
-            replicas.append(counts)
-            per_bookie_lost: dict[str, list[int]] = {}
-            for frag in frags:
-                unprobed = frag.pop("not_probed_count")
-                lost = per_bookie_lost.setdefault(frag["bookie"], [0, 0])
-                lost[0] += frag["missing_count"] + unprobed
-                lost[1] += frag["missing_count"]
-                if frag["missing_count"]:
-                    fragments.append({"cluster": cluster, "ledger_id": lid, **frag})
-                if unprobed:
-                    not_probed.append({"cluster": cluster, "ledger_id": lid, **frag, "missing_count": unprobed,
-                                       "share_percent": share})
-            hits[lid] = [{"ledger_id": lid, "bookie": b, "evidence": c.evidence.get(b), "lost": n, "seen": seen,
-                          **({"share_percent": share} if c.evidence.get(b) == READ_PROBE else {})}
-                         for b, (n, seen) in sorted(per_bookie_lost.items())]
-            # One finding per entry: disjoint bands (0 replicas; 1..Qa-1; Qa..Qw-1) of the nested counts.
-            bands = {"entries_lost": counts["entries_lost"],
-                     "entries_below_ack_quorum": counts["entries_below_ack_quorum"] - counts["entries_lost"],
-                     "entries_below_write_quorum": counts["entries_below_write_quorum"]
-                     - counts["entries_below_ack_quorum"]}
-            for check, key, what in COUNT_CHECKS:
-                if bands[key] > 0:
-                    finding(check, lid, f"{bands[key]} of {counts['entries']} entries with {what} "
-                            f"(Qw {md.write_quorum_size}, Qa {md.ack_quorum_size})", entry_count=bands[key])
-            per_bookie, misplaced = _outside(md, held, _stray_visible(state, names) - set(unsettled), answers, probes)
-            for b, n in sorted(per_bookie.items()):
-                outside_info.append({"cluster": cluster, "ledger_id": lid, "bookie": b, "entry_count": n})
-            if misplaced:
-                finding("bk.entries_outside_ensemble", lid,
-                        f"{misplaced} entries are missing on a bookie the metadata names while a bookie it does not "
-                        "name holds them (apache/bookkeeper#4651)", entry_count=misplaced)
+
+def _judge_ensemble(rows: _Rows, lid: int, names: list[str], lists: dict[str, list[str]]) -> None:
+    """A coverage gap per bookie that does not answer; a finding per bookie that is not registered."""
+    c, at = rows.state.cluster, rows.state.as_of_ms
+    registered = set(lists["available"]) | set(lists["readonly"])
+    for b in names:
+        if not c.answers(b, at):
+            rows.gaps.append({"cluster": rows.cluster, "source": "bookie", "bookie": b, "ledger_id": lid,
+                              "error": UNREACHABLE})
+        if b not in registered:
+            check = "bk.ensemble_dead_bookie" if b in lists["cookies"] else "bk.ensemble_unknown_bookie"
+            rows.finding(check, lid, f"ensemble names {b}, which is not registered as available or read-only",
+                         bookie=b)
+
+
+def _judge_placement(rows: _Rows, lid: int, md: LedgerMetadata) -> None:
+    bad = _placement_violations(md, rows.state.cluster.racks)
+    if bad:
+        rows.finding("bk.placement_violation", lid,
+                     f"{len(bad)} write set(s) span fewer than {MIN_RACKS_PER_WRITE_QUORUM} racks, e.g. "
+                     f"segment {bad[0][0]} bookies {list(bad[0][1])}")
+
+
+def _judge_open_age(rows: _Rows, lid: int, md: LedgerMetadata, znode_ctime: int) -> None:
+    """An OPEN ledger older than open_ledger_max_age_s; one of unknown age is not judged."""
+    ctime = creation_time(md, znode_ctime)
+    if md.state == CLOSED or ctime is None:
+        return
+    age = rows.state.as_of_ms - ctime
+    limit_s = rows.state.config.open_ledger_max_age_s
+    if age > limit_s * 1000:
+        rows.finding("bk.ledger_open_too_long", lid, f"{md.state} for {age // 3_600_000} h (ctime {ctime}), limit "
+                     f"{limit_s} s", open_age_ms=age)
+
+
+def _judge_replicas(rows: _Rows, lid: int, md: LedgerMetadata, names: list[str], unsettled: list[str]) -> None:
+    """Replica counts, missing fragments, fault hits and findings of a CLOSED ledger with entries; unsettled index
+    bookies count as not answering."""
+    state = rows.state
+    c, at = state.cluster, state.as_of_ms
+
+    def held(b: str) -> set[int]:
+        return c.entries(b, lid) or set()
+
+    def answers(b: str) -> bool:
+        return c.answers(b, at) and b not in unsettled
+
+    probes = _probe_sets(state, md, names, rows.cluster)
+    counts, frags = _replica_counts(md, held, answers, probes)
+    counts["ledger_id"] = lid
+    rows.replicas.append(counts)
+    rows.hits[lid] = _fragment_rows(rows, lid, frags)
+    _replica_findings(rows, lid, md, counts)
+    per_bookie, misplaced = _outside(md, held, _stray_visible(state, names) - set(unsettled), answers, probes)
+    for b, n in sorted(per_bookie.items()):
+        rows.outside_info.append({"cluster": rows.cluster, "ledger_id": lid, "bookie": b, "entry_count": n})
+    if misplaced:
+        rows.finding("bk.entries_outside_ensemble", lid,
+                     f"{misplaced} entries are missing on a bookie the metadata names while a bookie it does not "
+                     "name holds them (apache/bookkeeper#4651)", entry_count=misplaced)
+
+
+def _fragment_rows(rows: _Rows, lid: int, frags: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Lists the ledger's missing fragments (seen) and not-probed ones (lost, unread); -> its hits per bookie."""
+    c, share = rows.state.cluster, rows.state.config.read_probe_percent
+    per_bookie_lost: dict[str, list[int]] = {}   # bookie -> [entries lost, entries seen lost]
+    for frag in frags:
+        unprobed = frag.pop("not_probed_count")
+        lost = per_bookie_lost.setdefault(frag["bookie"], [0, 0])
+        lost[0] += frag["missing_count"] + unprobed
+        lost[1] += frag["missing_count"]
+        if frag["missing_count"]:
+            rows.fragments.append({"cluster": rows.cluster, "ledger_id": lid, **frag})
+        if unprobed:
+            rows.not_probed.append({"cluster": rows.cluster, "ledger_id": lid, **frag, "missing_count": unprobed,
+                                    "share_percent": share})
+    return [{"ledger_id": lid, "bookie": b, "evidence": c.evidence.get(b), "lost": n, "seen": seen,
+             **({"share_percent": share} if c.evidence.get(b) == READ_PROBE else {})}
+            for b, (n, seen) in sorted(per_bookie_lost.items())]
+
+
+def _replica_findings(rows: _Rows, lid: int, md: LedgerMetadata, counts: dict[str, Any]) -> None:
+    # One finding per entry: disjoint bands (0 replicas; 1..Qa-1; Qa..Qw-1) of the nested counts.
+    bands = {"entries_lost": counts["entries_lost"],
+             "entries_below_ack_quorum": counts["entries_below_ack_quorum"] - counts["entries_lost"],
+             "entries_below_write_quorum": counts["entries_below_write_quorum"]
+             - counts["entries_below_ack_quorum"]}
+    for check, key, what in COUNT_CHECKS:
+        if bands[key] > 0:
+            rows.finding(check, lid, f"{bands[key]} of {counts['entries']} entries with {what} "
+                         f"(Qw {md.write_quorum_size}, Qa {md.ack_quorum_size})", entry_count=bands[key])
+
+
+def _truth_document(rows: _Rows) -> dict[str, Any]:
+    state, c = rows.state, rows.state.cluster
     by_check: dict[str, int] = {}
-    for f in findings:
+    for f in rows.findings:
         by_check[f["check"]] = by_check.get(f["check"], 0) + 1
-    flagged = {f["ledger_id"] for f in findings}
+    flagged = {f["ledger_id"] for f in rows.findings}
     return {
-        "system": "bookkeeper", "cluster": cluster, "seed": state.config.seed, "as_of_ms": at,
-        "findings": findings,
-        "coverage_gaps": gaps,
-        "missing_fragments": fragments,
-        "outside_ensemble": outside_info,
-        "not_probed": not_probed,
-        "unsettled_index": unsettled_rows,   # not judged: index bookies read before the ledger settled
-        "replicas": replicas,
-        "read_probe_percent": share,
+        "system": "bookkeeper", "cluster": rows.cluster, "seed": state.config.seed, "as_of_ms": state.as_of_ms,
+        "findings": rows.findings,
+        "coverage_gaps": rows.gaps,
+        "missing_fragments": rows.fragments,
+        "outside_ensemble": rows.outside_info,
+        "not_probed": rows.not_probed,
+        "unsettled_index": rows.unsettled,   # not judged: index bookies read before the ledger settled
+        "replicas": rows.replicas,
+        "read_probe_percent": state.config.read_probe_percent,
         "bookie_evidence": {b: c.evidence.get(b) for b in c.bookies},
-        "faults": [_fault_record(f, c.evidence, hits) for f in state.faults],
+        "faults": [_fault_record(f, c.evidence, rows.hits) for f in state.faults],
         "summary": {"ledgers": len(state.metadata), "ledgers_with_findings": len(flagged),
                     "healthy_ledgers": len(state.metadata) - len(flagged),
                     "open_ledgers": sum(1 for md in state.metadata.values() if md.state != CLOSED),
                     "findings_by_check": dict(sorted(by_check.items())),
-                    "unavailable_bookies": sorted({g["bookie"] for g in gaps})},
+                    "unavailable_bookies": sorted({g["bookie"] for g in rows.gaps})},
     }
 
 

@@ -1,7 +1,8 @@
 """The ground-truth document of one lab cluster (raw/_lab/<cluster>/ground_truth.json through the pipeline):
-its scenarios and faults, the findings its collected evidence shows (truth.py for the replicas, the MirrorMaker 2
-flows into it from mm2_read.py), one failover row per MirrorMaker 2 group and mirrored partition, and what the
-evidence cannot show but happened (acknowledged messages lost with every copy, truncations, elections)."""
+its scenarios and faults, the findings its collected evidence shows (truth.py for the replicas; for the MirrorMaker 2
+flows into it, the failover rows mm2_read.py gathers and mm2_oracle.py counts record by record), one failover row
+per MirrorMaker 2 group and mirrored partition, and what the evidence cannot show but happened (acknowledged
+messages lost with every copy, truncations, elections)."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,7 +1,7 @@
 """What the MirrorMaker 2 reader sees of a flow at the target's collection (`mm2/<source>/offset-syncs.json`,
 `checkpoints.json`, `groups.json`, the documents audit/systems/kafka/collect/mm2.py writes, built here from the
-simulation: the lab writes them straight into the sink), and the failover it describes, counted message by
-message (the ground truth).
+simulation: the lab writes them straight into the sink), and the history of each mirrored partition the ground
+truth's failover rows are counted from, record by record (mm2_oracle.py: no offset translation).
 
 The groups are read at one virtual instant, in the reader's order: the target side, the source side, then the
 target groups again (`target_after`), all at `now`, so every read instant of groups.json (the document's and each
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from lab.kafka.cluster import Cluster
 from lab.kafka.mm2 import Emitted, MirrorFlow, checkpoint_records, sync_records
+from lab.kafka.mm2_oracle import PartitionHistory, failover
 
 
 def _topic_doc(topic: str, records: list[tuple[int, Emitted]], at_ms: int, end: int) -> bytes:
@@ -95,50 +96,34 @@ def _downstream(flow: MirrorFlow, topic: str, p: int) -> list[tuple[int, int]]:
     return out
 
 
-def latest_generation(syncs: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The syncs since the last rewind (a restarted task copies again from its committed offset)."""
-    start = 0
-    for i in range(1, len(syncs)):
-        if syncs[i][0] < syncs[i - 1][0] or syncs[i][1] < syncs[i - 1][1]:
-            start = i
-    return syncs[start:]
+def partition_history(flow: MirrorFlow, topic: str, p: int, syncs: dict) -> PartitionHistory:
+    """What the simulation knows of one mirrored partition now: the records MirrorMaker 2 copied that the remote
+    partition still serves (each with the upstream offset it copies), the partition's syncs readable in the
+    offset-syncs topic, the remote partition's log start."""
+    log = flow.target.leader_log(flow.target.partitions[(flow.remote(topic), p)])
+    return PartitionHistory(tuple(_downstream(flow, topic, p)), tuple(syncs.get((topic, p), ())),
+                            0 if log is None else log.log_start)
 
 
 def failover_rows(flow: MirrorFlow, syncs: dict, now: int) -> list[dict]:
-    """Per group of the flow and mirrored partition it committed on the source: a consumer failing over starts at
-    the target group's committed offset D and reads every record from there; `redelivered` = those whose
-    upstream offset is below the source group's committed offset U, `skipped` = upstream records at or above U
-    whose every copy lies below D. `resume_at` = the first downstream record at or above U (where it should
-    start), `sync_position` = where the latest sync at or below U (latest generation) places U, and
-    `redelivered_behind_syncs` = the redelivered records below that position: MirrorMaker had already placed the
-    group past them when the target group was read. `target_log_start`: the remote partition's log start (a
-    consumer starting at D below it reads from there: retention deleted the rest)."""
+    """Per group of the flow and mirrored partition it committed on the source: what a consumer of the target
+    group failing over now would read again and never read, counted record by record by the oracle
+    (mm2_oracle.py, whose doc defines every count) from the partition's history. `upstream_committed` U: the
+    source group's committed offset; `target_committed` D: the target group's (None: it has none);
+    `target_log_start`: the remote partition's log start (a consumer starting at D below it reads from there)."""
     rows = []
     for group, topic in sorted(flow.groups.items()):
         for (t, p), upstream in sorted(flow.source.groups.get(group, {}).items()):
             if t != topic:
                 continue
             target = flow.target.groups.get(group, {}).get((flow.remote(t), p))
-            records = _downstream(flow, t, p)
-            log = flow.target.leader_log(flow.target.partitions[(flow.remote(t), p)])
-            log_start = 0 if log is None else log.log_start
-            resume = next((d for d, u in records if u >= upstream), None)
-            redelivered = skipped = 0
-            if target is not None:
-                redelivered = sum(1 for d, u in records if d >= target and u < upstream)
-                copies: dict[int, int] = {}
-                for d, u in records:
-                    if u >= upstream:
-                        copies[u] = max(copies.get(u, -1), d)
-                skipped = sum(1 for last in copies.values() if last < target)
-            gen = [s for s in latest_generation(syncs.get((t, p), [])) if s[0] <= upstream]
-            sync_position = None if not gen else gen[-1][1] + (0 if gen[-1][0] == upstream else 1)
-            behind_syncs = 0 if target is None or sync_position is None else \
-                sum(1 for d, u in records if target <= d < sync_position and u < upstream)
+            history = partition_history(flow, t, p, syncs)
+            seen = failover(history, upstream, target)
             rows.append({"cluster": flow.target.name, "source_cluster": flow.source.name, "source": flow.alias,
                          "group": group, "topic": t, "partition": p, "remote_topic": flow.remote(t),
-                         "upstream_committed": upstream, "target_committed": target, "resume_at": resume,
-                         "sync_position": sync_position, "redelivered": redelivered, "skipped": skipped,
-                         "redelivered_behind_syncs": behind_syncs, "target_log_start": log_start,
-                         "read_at_ms": now, "mm2_version": flow.spec.mm2_version})
+                         "upstream_committed": upstream, "target_committed": target, "resume_at": seen.resume_at,
+                         "sync_position": seen.sync_position, "redelivered": seen.redelivered,
+                         "skipped": seen.skipped, "redelivered_behind_syncs": seen.redelivered_behind_syncs,
+                         "target_log_start": history.log_start, "read_at_ms": now,
+                         "mm2_version": flow.spec.mm2_version})
     return rows

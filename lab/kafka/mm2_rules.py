@@ -1,5 +1,7 @@
-"""The MirrorMaker 2 rules the simulated connectors run, by version (the lab's own implementation, so that the
-audit's translation in audit/systems/kafka/domain/mm2.py is checked against an independent one).
+"""The MirrorMaker 2 rules the simulated connectors run, by version: the lab's own implementation of the system it
+simulates (mm2.py), written from the upstream sources below, not imported from the audit
+(audit/systems/kafka/domain/mm2.py). Only the simulator uses it: the ground truth of a failover counts records over
+the simulated history (mm2_oracle.py) and translates nothing.
 
 Upstream (apache/kafka connect/mirror/src/main/java/org/apache/kafka/connect/mirror/):
 - sync emission, MirrorSourceTask.PartitionState.update: 3.4.0 emits on the first record of a task lifetime, a

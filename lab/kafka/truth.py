@@ -2,7 +2,7 @@
 object the leader appended, shared by every replica that fetched it) each scanned replica holds at each offset,
 what its checkpoint files said, where its own truncation rule (truncation.py, the cluster's policy) would cut it
 under the current leader, and, for MirrorMaker 2, which upstream record every downstream offset copies
-(mm2_read.py). Never by calling the audit.
+(mm2_read.py, counted by mm2_oracle.py). Never by calling the audit.
 
 It claims only what the collected evidence shows, judged at the instants each file was read (docs/kafka/lab.md
 "Ground truth"): the reference replica is the leader the admin metadata named (without one, the replica with the

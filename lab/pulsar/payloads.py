@@ -201,15 +201,32 @@ NULL_TTL_SINCE = (2, 8, 0)         # an unset namespace TTL is null, answered 20
 TOPIC_POLICIES_OFF = "Topic level policies is disabled, to enable the topic level policy and retry."
 
 
-def topic_ttl_answer(version: tuple[int, int, int], ttl_s: int, applied: bool) -> tuple[int, bytes] | None:
-    """(status, body) of GET .../{topic}/messageTTL[?applied=true]; None: no such resource (Jetty's 404)."""
+TTL_MISSING, TTL_DISABLED, TTL_ON = "missing", "disabled", "on"
+
+
+def topic_ttl_resource(version: tuple[int, int, int]) -> str:
+    """GET .../{topic}/messageTTL on this broker version: TTL_MISSING (no such resource: Jetty's 404),
+    TTL_DISABLED (405: topic level policies off) or TTL_ON."""
     if version < TOPIC_TTL_SINCE:
-        return None
-    if version < TOPIC_POLICIES_ON:
-        return 405, jackson({"reason": TOPIC_POLICIES_OFF})   # AdminResource.checkTopicLevelPolicyEnable
+        return TTL_MISSING
+    return TTL_DISABLED if version < TOPIC_POLICIES_ON else TTL_ON
+
+
+def topic_ttl_value(ttl_s: int, applied: bool) -> tuple[int, bytes]:
+    """(status, body) of GET .../{topic}/messageTTL[?applied=true] where topic policies are on."""
     if not applied:
         return 204, b""   # no topic-level TTL: null
     return 200, jackson(ttl_s)   # topic, else namespace, else the broker's default (0)
+
+
+def topic_ttl_answer(version: tuple[int, int, int], ttl_s: int, applied: bool) -> tuple[int, bytes] | None:
+    """(status, body) of GET .../{topic}/messageTTL[?applied=true]; None: no such resource (Jetty's 404)."""
+    resource = topic_ttl_resource(version)
+    if resource == TTL_MISSING:
+        return None
+    if resource == TTL_DISABLED:
+        return 405, jackson({"reason": TOPIC_POLICIES_OFF})   # AdminResource.checkTopicLevelPolicyEnable
+    return topic_ttl_value(ttl_s, applied)
 
 
 def namespace_ttl_answer(version: tuple[int, int, int], ttl_s: int) -> tuple[int, bytes]:

@@ -48,7 +48,8 @@ alerts:
                    if line.startswith("replaudit_entries_at_risk{"))
 
     def active():
-        return [(a["labels"]["check"], a["annotations"]["notice"]) for a in alertmanager_server.get_json("/api/v2/alerts")]
+        return [(a["labels"]["check"], a["annotations"]["notice"])
+                for a in alertmanager_server.get_json("/api/v2/alerts")]
 
     first = night(1, HEALTHY)
     assert first["alerts"]["notices"] == {}

@@ -5,7 +5,6 @@ import base64
 import json
 from pathlib import Path
 
-import pytest
 
 from audit.cli.main import EXIT_CLEAN, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_VIOLATIONS, main
 from tests.estates import write_lab_estate
@@ -51,7 +50,8 @@ def test_run_then_report_and_import_then_from_raw(tmp_path, capsys):
     assert lab["false_alarms"] == 0 and lab["wrong_count"] == 0, (lab["false_alarm_items"], lab["wrong_count_items"])
     # Pulsar: the predicted failover redeliveries / skips / losses equal what the simulated failover did,
     # pair by pair (zeros included), and every injected Pulsar fault was found
-    assert lab["failover"]["perfect"] and lab["failover"]["matched"] == lab["failover"]["expected"] > 20, lab["failover"]
+    assert (lab["failover"]["perfect"]
+            and lab["failover"]["matched"] == lab["failover"]["expected"] > 20), lab["failover"]
     assert {c for c in lab["by_check"] if c.startswith("pulsar.")} >= {
         "pulsar.failover_redelivery", "pulsar.failover_skip", "pulsar.failover_loss", "pulsar.snapshot_timeout",
         "pulsar.replicated_subscription_one_way", "pulsar.replicator_disconnected"}
@@ -87,7 +87,8 @@ def test_run_then_report_and_import_then_from_raw(tmp_path, capsys):
     assert main(["run", "--estate", str(estate), "--run-id", "r2", "--from-raw", "imp", "--json"]) == EXIT_VIOLATIONS
     again = json.loads(capsys.readouterr().out)
     # only BookKeeper evidence was imported; the run went on for everything else
-    assert again["counts"]["by_check"] == {c: n for c, n in summary["counts"]["by_check"].items() if c.startswith("bk.")}
+    assert again["counts"]["by_check"] == {c: n for c, n in summary["counts"]["by_check"].items()
+                                           if c.startswith("bk.")}
     assert any("4242.pb" in str(g.get("source")) for g in again["coverage_gaps"])
 
 

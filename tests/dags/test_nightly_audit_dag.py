@@ -45,7 +45,8 @@ def test_dags_import_without_errors():
 def test_nightly_dag_run_on_small_lab_posts_violations(airflow_db, tmp_path, receiver_factory, monkeypatch):
     receiver = receiver_factory()
     monkeypatch.setenv("LAB_HOOK_TOKEN", "Bearer dag-test-token")
-    estate = write_lab_estate(tmp_path / "estate.yaml", estate="dagtest", store=f'{{uri: "file://{tmp_path / "store"}"}}',
+    estate = write_lab_estate(tmp_path / "estate.yaml", estate="dagtest",
+                              store=f'{{uri: "file://{tmp_path / "store"}"}}',
                               cluster="bk-small", lab="{seed: 11, ledgers: 24}", extra=f"""
 alerts:
   routes:

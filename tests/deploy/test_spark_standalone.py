@@ -2,7 +2,6 @@
 standalone master and worker on loopback writes the same findings and metrics as the same job in local mode."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path

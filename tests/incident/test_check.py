@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from audit.cli.main import main
 from audit.config.estate import load_estate
@@ -15,7 +14,8 @@ TOPIC = "persistent://lab/geo/orders-one-way"
 
 
 def _estate(tmp_path):
-    return write_lab_estate(tmp_path / "estate.yaml", estate="incident", store=f'{{uri: "file://{tmp_path / "store"}"}}',
+    return write_lab_estate(tmp_path / "estate.yaml", estate="incident",
+                            store=f'{{uri: "file://{tmp_path / "store"}"}}',
                             cluster="bk-i", lab="{seed: 5, ledgers: 24}", pulsar=True)
 
 

@@ -80,7 +80,8 @@ def actions(plan, cluster, secrets) -> list[RepairAction]:
             return {"status": answer.status_code, "answer": answer.json(), "token_was": token}
 
         out.append(RepairAction(
-            name="set_register", target=step["name"], request={"method": "POST", "url": url, "body": {"value": step["to"]}},
+            name="set_register", target=step["name"],
+            request={"method": "POST", "url": url, "body": {"value": step["to"]}},
             check=lambda read=read, want=step["from"]: Precheck(read() == want, read(), want),
             run=run,
             verify=lambda read=read, want=step["to"]: Precheck(read() == want, read(), want),
@@ -117,6 +118,7 @@ systems:
 def publish_plans(tmp_path: Path, plans: list[dict], run_id: str = "run-1") -> str:
     """A published run whose reports/repair_plan.json holds `plans`; returns the file's store key."""
     writer = RunWriter(open_store(f"file://{tmp_path / 'store'}"), "repairs", run_id)
-    key = writer.put("reports", "repair_plan.json", json.dumps({"dry_run": True, "systems": {"demo": {"plans": plans, "errors": []}}}).encode())
+    key = writer.put("reports", "repair_plan.json",
+                     json.dumps({"dry_run": True, "systems": {"demo": {"plans": plans, "errors": []}}}).encode())
     writer.publish({"status": "violations"})
     return key

@@ -34,8 +34,9 @@ def _unused(*args, **kwargs):
 
 DEMO = System(
     name="demo", title="Demo", checks=CHECKS, config=SystemConfig(DemoCluster),
-    pipeline=Pipeline(collect=_unused, normalize=_unused, audit=_unused), report=ReportSection(summary=_unused, html=_unused, text=_unused, truth_key=_unused,
-                                        claims=_unused, truth_item=_unused),
+    pipeline=Pipeline(collect=_unused, normalize=_unused, audit=_unused),
+    report=ReportSection(summary=_unused, html=_unused, text=_unused, truth_key=_unused,
+                         claims=_unused, truth_item=_unused),
     validation=Validation(lambda: (LAG_SUITE,), {"demo_lag": ("metrics", "demo_lag")}))
 
 

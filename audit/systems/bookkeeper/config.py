@@ -1,5 +1,5 @@
-"""BookKeeper's part of the estate: one entry of `systems.bookkeeper[]` and its `thresholds:` keys
-(docs/estate.md). audit/systems/bookkeeper/system.py names these as the system's `cluster_model` / `thresholds_model`."""
+"""BookKeeper's part of the estate: one entry of `systems.bookkeeper[]` and its `thresholds:` keys (docs/estate.md).
+audit/systems/bookkeeper/system.py names these as the system's `cluster_model` / `thresholds_model`."""
 from __future__ import annotations
 
 import re
@@ -104,8 +104,8 @@ class BookKeeperCluster(Record):
     racks: Racks = Field(default_factory=dict)  # bookieId -> /region/rack
     timeouts: Timeouts = Field(default_factory=Timeouts)
     bookie_window: AtLeastOne = DEFAULT_BOOKIE_WINDOW  # requests in flight per bookie
-    # DbLedgerStorage bookies never answer the entry list (apache/bookkeeper#2078): after this wait a read tells
-    # a live one, whose entries are then read-probed (audit/systems/bookkeeper/collect/read_probe.py).
+    # DbLedgerStorage bookies never answer the entry list (docs/formats/bookkeeper.md §1.7): after this wait a read
+    # tells a live one, whose entries are then read-probed (audit/systems/bookkeeper/collect/read_probe.py).
     list_probe_timeout_s: ShortWait = Field(DEFAULT_LIST_PROBE_TIMEOUT_S, alias="list_probe_timeout")
     read_probe_percent: Percent = 0  # the Auditor's auditorLedgerVerificationPercentage (default 0)
     read_probe_window: AtLeastOne = DEFAULT_BOOKIE_WINDOW  # reads in flight per probed bookie

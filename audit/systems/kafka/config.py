@@ -20,8 +20,8 @@ SOURCES = ("lab", "admin", "log-dirs")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SYNCS_LOCATIONS = ("source", "target")    # MirrorMaker 2 offset-syncs.topic.location
-# MirrorMaker 2 changed its translation at 3.4.1 (KAFKA-14666, OffsetSyncStore): older versions use the latest
-# sync only, newer keep up to 64 syncs per partition (docs/formats/kafka.md "MirrorMaker 2").
+# MirrorMaker 2 changed its translation at 3.4.1 (its offset sync store): older versions use the latest sync only,
+# newer keep up to 64 syncs per partition (docs/formats/kafka.md §12).
 RULE_OLD, RULE_NEW = RULES
 
 HOST_PORT = r"[A-Za-z0-9_.\-]+:\d{1,5}|\[[0-9A-Fa-f:.]+\]:\d{1,5}"
@@ -109,12 +109,13 @@ class Mirror(Record):
     mm2_version: Version | None = None         # unset: the current (3.4.1+) rule
     offset_syncs_location: choice(*SYNCS_LOCATIONS) = "source"
     separator: Separator = "."
-    internal_topic_separator_enabled: Flag = True   # replication.policy.internal.topic.separator.enabled (KIP-690)
+    # replication.policy.internal.topic.separator.enabled (docs/formats/kafka.md §9.3)
+    internal_topic_separator_enabled: Flag = True
     groups: GroupPatterns = ("*",)
 
     @property
     def translation_rule(self) -> str:
-        """"pre-3.4.1" (latest sync only, KIP-382) or "3.4.1+" (OffsetSyncStore after KAFKA-14666)."""
+        """"pre-3.4.1" (latest sync only) or "3.4.1+" (OffsetSyncStore from 3.4.1): docs/formats/kafka.md §12."""
         return RULE_NEW if self.mm2_version is None else rule_for_version(self.mm2_version)
 
     @property

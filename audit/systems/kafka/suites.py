@@ -1,7 +1,7 @@
-"""Kafka's GX suites (docs/kafka/contracts.md "Metrics" and "Checks"): metrics/kafka_partitions,
-metrics/kafka_replicas and metrics/kafka_mm2_failover (written by audit/systems/kafka/transforms/audit.py), and the Kafka
-findings in findings/violations. They run only when the pipeline hands over the Kafka metrics. Every expectation
-guards a check of the Kafka checks table (audit.systems.kafka.domain.checks), with its severity, like the findings."""
+"""Kafka's GX suites (docs/kafka/contracts.md "Metrics" and "Checks"): metrics/kafka_partitions, metrics/kafka_replicas
+and metrics/kafka_mm2_failover (written by audit/systems/kafka/transforms/audit.py), and the Kafka findings in
+findings/violations. They run only when the pipeline hands over the Kafka metrics. Every expectation guards a check of
+the Kafka checks table (audit.systems.kafka.domain.checks), with its severity, like the findings."""
 from __future__ import annotations
 
 from audit.systems.kafka.domain.checks import CHECKS
@@ -49,8 +49,8 @@ KAFKA_MM2 = SuiteSpec(MM2, MM2, (
     *(expect("ExpectColumnValuesToNotBeNull", {"column": c}, MM2_MISMATCH, CHECKS,
              f"every MirrorMaker 2 row has its {c}") for c in ("cluster", "source", "group", "topic", "partition",
                                                               "rule")),
-    expect("ExpectColumnValuesToBeInSet", {"column": "rule", "value_set": ["pre-3.4.1", "3.4.1+"]}, MM2_MISMATCH, CHECKS,
-           "the translation rule is OffsetSyncStore's before 3.4.1 or from 3.4.1 (KAFKA-14666)"),
+    expect("ExpectColumnValuesToBeInSet", {"column": "rule", "value_set": ["pre-3.4.1", "3.4.1+"]}, MM2_MISMATCH,
+           CHECKS, "the translation rule is OffsetSyncStore's before 3.4.1 or from 3.4.1 (KAFKA-14666)"),
     expect("UnexpectedRowsExpectation", unexpected_rows("bounds_low > bounds_high"), MM2_MISMATCH, CHECKS,
            "the failover offset bounds are an interval"),
     expect("ExpectColumnValuesToBeBetween", {"column": "redelivered_min", "min_value": 0}, MM2_REDELIVERY, CHECKS,

@@ -1,7 +1,7 @@
-"""Kafka: leader-epoch consistency across a partition's replicas (KIP-101 / KIP-279 truncation, committed data lost,
-divergent logs) from broker log dirs, cluster metadata and OffsetsForLeaderEpoch answers; MirrorMaker 2 offset
-translation and failover redeliveries / skips. docs/kafka/ describes it; docs/formats/kafka.md the formats it
-reads."""
+"""Kafka: leader-epoch consistency across a partition's replicas (follower truncation by leader epoch,
+docs/formats/kafka.md §11; committed data lost, divergent logs) from broker log dirs, cluster metadata and
+OffsetsForLeaderEpoch answers; MirrorMaker 2 offset translation and failover redeliveries / skips. docs/kafka/ describes
+it; docs/formats/kafka.md the formats it reads."""
 from __future__ import annotations
 
 from audit.contracts import CollectRequest, Incident, Lab, Pipeline, Repair, System, SystemConfig, Validation

@@ -91,8 +91,8 @@ class PulsarCluster(Record):
     timeouts: Timeouts = Field(default_factory=Timeouts)
     tls_verify: Flag = True
     lab: PulsarLab | None = None
-    # The brokers' release ("3.0.4", "3.0.x"): picks the PIP-33 snapshot cache rule the audit expects
-    # (apache/pulsar#25044); unset = what /admin/v2/brokers/version reports, else the current rule.
+    # The brokers' release ("3.0.4", "3.0.x"): picks the replicated-subscription snapshot cache rule the audit
+    # expects (docs/formats/pulsar.md §2.6); unset = what /admin/v2/brokers/version reports, else the current rule.
     broker_version: BrokerVersion | None = None
 
     @model_validator(mode="after")
@@ -142,8 +142,8 @@ class PulsarCluster(Record):
 
 @record
 class RedeliveryTolerance(Record):
-    """How far a target subscription may lag behind what PIP-33 would have brought it to before a failover
-    redelivery becomes a finding: more than `messages` such messages, or the oldest older than `age`."""
+    """How far a target subscription may lag behind what replicated subscriptions would have brought it to before
+    a failover redelivery becomes a finding: more than `messages` such messages, or the oldest older than `age`."""
 
     messages: NonNegative = 0
     age_s: Duration = Field(0, alias="age")
@@ -183,7 +183,7 @@ class PulsarThresholds(Record):
     """Pulsar's keys of the estate's `thresholds:` block."""
 
     pulsar_replicator_backlog_max: NonNegative = 10_000  # entries waiting in a pulsar.repl.<remote> cursor
-    pulsar_snapshot_max_age_s: Duration = Field(300, alias="pulsar_snapshot_max_age")  # newest complete PIP-33
+    pulsar_snapshot_max_age_s: Duration = Field(300, alias="pulsar_snapshot_max_age")  # newest complete snapshot
     pulsar_redelivery_tolerance: RedeliveryTolerances = Field(default_factory=RedeliveryTolerances)
     pulsar_message_ttl: MessageTtls = Field(default_factory=MessageTtls)
 

@@ -54,8 +54,8 @@ PULSAR_FAILOVER = SuiteSpec("pulsar_failover", "pulsar_failover", (
            "pulsar.failover_loss", _CHECKS, "a failover loses no message"),
     expect("ExpectColumnValuesToBeBetween", {"column": "skipped", "min_value": 0, "max_value": 0},
            "pulsar.failover_skip", _CHECKS, "a failover skips no message"),
-    # PIP-33 redelivers by design (the target follows one snapshot behind): only redeliveries beyond what its
-    # snapshots explain and the namespace's tolerance are a violation
+    # Replicated subscriptions redeliver by design (the target follows one snapshot behind, docs/formats/pulsar.md
+    # §2.6): only redeliveries beyond what the snapshots explain and the namespace's tolerance are a violation
     expect("ExpectColumnValuesToBeBetween", {"column": "redelivery_beyond_tolerance", "min_value": 0,
                                              "max_value": 0},
            "pulsar.failover_redelivery", _CHECKS,

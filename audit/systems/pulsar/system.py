@@ -1,5 +1,5 @@
-"""Pulsar: geo-replication, cross-cluster cursor mapping, failover redeliveries and skips, PIP-33 snapshots.
-docs/pulsar/ describes it; docs/formats/pulsar.md the formats it reads."""
+"""Pulsar: geo-replication, cross-cluster cursor mapping, failover redeliveries and skips, replicated-subscription
+snapshots (docs/formats/pulsar.md §2.6). docs/pulsar/ describes it; docs/formats/pulsar.md the formats it reads."""
 from __future__ import annotations
 
 from audit.contracts import (CollectRequest, Incident, Lab, Pipeline, RereadRequest, Repair, System, SystemConfig,

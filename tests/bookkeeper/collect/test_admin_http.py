@@ -16,7 +16,7 @@ from audit.config.secrets import SecretResolver
 from audit.systems.bookkeeper.formats.admin_json import decode_admin_json
 from lab.loopback import unused_loopback_port
 from tests.bookkeeper.collect.fake_admin_http import PASSWORD_B64, FakeAdminHttp, bean
-from tests.bookkeeper.collect.fake_bookie import FakeBookie
+from lab.bookkeeper.bookie_server import ScriptedBookie
 
 
 def _collected(root) -> list[int]:
@@ -112,7 +112,7 @@ def test_unreachable_admin_endpoint_is_one_gap(tmp_path):
 
 
 def test_collector_takes_metadata_and_ensembles_from_admin_http(tmp_path):
-    with FakeBookie({1: range(10), 2: [0, 1]}) as a, FakeBookie({1: range(10)}) as b:
+    with ScriptedBookie({1: range(10), 2: [0, 1]}) as a, ScriptedBookie({1: range(10)}) as b:
         ledgers = {1: bean(1, (a.bookie_id, b.bookie_id)), 2: bean(2, (a.bookie_id,))}
         with FakeAdminHttp(ledgers) as server:
             cluster = BookKeeperCluster(name="bk-a", source="admin_http", admin_http=AdminHttpConfig(url=server.url),

@@ -1,5 +1,5 @@
 """GetListOfEntriesOfLedger collection against a protocol-level fake bookie
-(tests/bookkeeper/collect/fake_bookie.py)."""
+(lab/bookkeeper/bookie_server.py ScriptedBookie)."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ from audit.systems.bookkeeper.collect.bookie_client import (BookieAddressError, 
                                                        collect_entries_of_ledgers)
 from audit.systems.bookkeeper.formats import availability, protocol
 from lab.loopback import unused_loopback_port
-from tests.bookkeeper.collect.fake_bookie import FakeBookie
+from lab.bookkeeper.bookie_server import ScriptedBookie
 
 FAST = BookieClientConfig(connect_timeout_s=2.0, request_timeout_s=0.5, window=100, reconnects=1,
                           list_probe_timeout_s=0.2)
@@ -30,7 +30,7 @@ def _error(root, bookie: str, ledger_id: int) -> dict:
 def test_answers_are_stored_exactly_as_received_and_matched_by_txn_id(tmp_path):
     entries = {1: [0, 1, 2, 5, 6], 2: list(range(100)), 7: [3]}
     # Ledger 1 goes alone (the capability probe); the other three come back as one batch, in reverse order.
-    with FakeBookie(entries, answer_in_batches_of=3) as bk:
+    with ScriptedBookie(entries, answer_in_batches_of=3) as bk:
         report = collect_entries_of_ledgers({bk.bookie_id: [1, 2, 7, 9]}, DirSink(tmp_path), config=FAST,
                                             cluster="bk-a")
     files = _files(tmp_path, bk.bookie_id)
@@ -52,7 +52,7 @@ def test_answers_are_stored_exactly_as_received_and_matched_by_txn_id(tmp_path):
 def test_pipelining_with_a_small_window_covers_many_ledgers(tmp_path):
     entries = {lid: range(lid % 7 + 1) for lid in range(1, 301)}
     cfg = BookieClientConfig(connect_timeout_s=2.0, request_timeout_s=5.0, window=8)
-    with FakeBookie(entries) as bk:
+    with ScriptedBookie(entries) as bk:
         report = collect_entries_of_ledgers({bk.bookie_id: list(entries)}, DirSink(tmp_path), config=cfg)
     assert len(_files(tmp_path, bk.bookie_id)) == 300
     assert report.counts["entries_of_ledger_status_EOK"] == 300
@@ -71,7 +71,7 @@ def test_refused_connection_is_unreachable_for_every_ledger_not_empty(tmp_path):
 
 
 def test_silent_bookie_times_out_within_the_request_timeout(tmp_path):
-    with FakeBookie(mode="silent") as bk:
+    with ScriptedBookie(mode="silent") as bk:
         start = time.monotonic()
         report = collect_entries_of_ledgers({bk.bookie_id: [1, 2, 3]}, DirSink(tmp_path), config=FAST)
         elapsed = time.monotonic() - start
@@ -83,7 +83,7 @@ def test_silent_bookie_times_out_within_the_request_timeout(tmp_path):
 
 
 def test_one_unanswered_ledger_times_out_while_the_others_are_stored(tmp_path):
-    with FakeBookie({1: [0], 2: [0, 1], 3: [0]}, silent_ledgers=[2]) as bk:
+    with ScriptedBookie({1: [0], 2: [0, 1], 3: [0]}, silent_ledgers=[2]) as bk:
         report = collect_entries_of_ledgers({bk.bookie_id: [1, 2, 3]}, DirSink(tmp_path), config=FAST)
     assert set(_files(tmp_path, bk.bookie_id)) == {"1.pb", "2.error.json", "3.pb"}
     assert _error(tmp_path, bk.bookie_id, 2)["error"] == "timeout"
@@ -92,7 +92,7 @@ def test_one_unanswered_ledger_times_out_while_the_others_are_stored(tmp_path):
 
 def test_closed_connection_reconnects_once_then_gives_up(tmp_path):
     cfg = BookieClientConfig(connect_timeout_s=2.0, request_timeout_s=5.0, window=1, reconnects=1)
-    with FakeBookie({1: [0]}, mode="close") as bk:
+    with ScriptedBookie({1: [0]}, mode="close") as bk:
         report = collect_entries_of_ledgers({bk.bookie_id: [1, 2, 3]}, DirSink(tmp_path), config=cfg)
     assert bk.connections == 2
     assert [lid for _, lid, _ in bk.requests] == [1, 2]
@@ -103,7 +103,7 @@ def test_closed_connection_reconnects_once_then_gives_up(tmp_path):
 
 
 def test_address_override_and_custom_bookie_ids(tmp_path):
-    with FakeBookie({5: [0, 1]}) as bk:
+    with ScriptedBookie({5: [0, 1]}) as bk:
         report = collect_entries_of_ledgers({"bookie-a": [5], "bookie-b": [5]}, DirSink(tmp_path), config=FAST,
                                             addresses={"bookie-a": bk.bookie_id})
     assert set(_files(tmp_path, "bookie-a")) == {"5.pb"}
@@ -123,7 +123,7 @@ def test_bookie_address_parsing():
 
 def test_undecodable_answer_is_a_protocol_error_not_stored(tmp_path):
     cfg = BookieClientConfig(connect_timeout_s=2.0, request_timeout_s=5.0, window=10, reconnects=0)
-    with FakeBookie(mode="garbage") as bk:
+    with ScriptedBookie(mode="garbage") as bk:
         report = collect_entries_of_ledgers({bk.bookie_id: [1, 2]}, DirSink(tmp_path), config=cfg)
     assert set(_files(tmp_path, bk.bookie_id)) == {"1.error.json", "2.error.json"}
     assert {_error(tmp_path, bk.bookie_id, lid)["error"] for lid in (1, 2)} == {"protocol_error"}
@@ -141,7 +141,7 @@ def test_bookie_without_the_listing_is_detected_by_a_read_and_not_asked_again(tm
         report.count("probed_by_test")
         return report
 
-    with FakeBookie({1: [0, 1], 2: [0]}, mode="no_list") as bk:
+    with ScriptedBookie({1: [0, 1], 2: [0]}, mode="no_list") as bk:
         report = collect_entries_of_ledgers({bk.bookie_id: [3, 1, 2]}, DirSink(tmp_path), config=FAST,
                                             cluster="bk-a", probe_unsupported=probe)
     # One listing (the probe), one read of entry 0 of the same ledger, nothing more.
@@ -156,7 +156,7 @@ def test_bookie_without_the_listing_is_detected_by_a_read_and_not_asked_again(tm
 
 
 def test_without_a_prober_unsupported_ledgers_are_errors_not_empty(tmp_path):
-    with FakeBookie({}, mode="no_list") as bk:
+    with ScriptedBookie({}, mode="no_list") as bk:
         report = collect_entries_of_ledgers({bk.bookie_id: [4, 5]}, DirSink(tmp_path), config=FAST)
     assert bk.reads[0][1:3] == (4, 0)  # ENOLEDGER is an answer too: the bookie is alive
     assert {_error(tmp_path, bk.bookie_id, lid)["error"] for lid in (4, 5)} == {"list_unsupported"}
@@ -164,7 +164,7 @@ def test_without_a_prober_unsupported_ledgers_are_errors_not_empty(tmp_path):
 
 
 def test_listing_bookie_gets_no_reads_and_silent_bookie_stays_a_timeout(tmp_path):
-    with FakeBookie({1: [0], 2: [0]}) as answering, FakeBookie(mode="silent") as silent:
+    with ScriptedBookie({1: [0], 2: [0]}) as answering, ScriptedBookie(mode="silent") as silent:
         report = collect_entries_of_ledgers({answering.bookie_id: [1, 2], silent.bookie_id: [1, 2]},
                                             DirSink(tmp_path), config=FAST)
     assert answering.reads == [] and len(answering.requests) == 2

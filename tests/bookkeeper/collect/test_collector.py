@@ -16,7 +16,7 @@ from audit.systems.bookkeeper.formats import protocol
 from lab.loopback import unused_loopback_port
 from audit.config.secrets import SecretError, SecretResolver
 from tests.bookkeeper.collect.data import PASSWORD, closed_ledger, flat_path, legacy_path, long_path, znode
-from tests.bookkeeper.collect.fake_bookie import FakeBookie
+from lab.bookkeeper.bookie_server import ScriptedBookie
 
 FAST = Timeouts(connect_s=2.0, request_s=2.0)
 
@@ -28,7 +28,7 @@ def _cluster(zk_client, **kw) -> BookKeeperCluster:
 
 
 def test_collects_metadata_then_asks_each_ensemble_bookie(zk_client, tmp_path):
-    with FakeBookie({1: range(10), 2: [0, 1, 2, 3, 4]}) as a, FakeBookie({1: range(10), 2: [5, 6]}) as b:
+    with ScriptedBookie({1: range(10), 2: [0, 1, 2, 3, 4]}) as a, ScriptedBookie({1: range(10), 2: [5, 6]}) as b:
         c = "bookie-c"  # a custom bookie id, mapped to an address nobody listens on
         ledgers = {
             legacy_path(1): znode(closed_ledger(1, [(0, (a.bookie_id, b.bookie_id))])),

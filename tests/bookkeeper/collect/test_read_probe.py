@@ -1,5 +1,5 @@
 """Read probes of bookies that do not answer GetListOfEntriesOfLedger, against the lab's loopback bookies
-(lab/bookkeeper/bookie_server.py) and the protocol-level fake (fake_bookie.py)."""
+(lab/bookkeeper/bookie_server.py) and its scripted peer (ScriptedBookie)."""
 from __future__ import annotations
 
 import json
@@ -12,8 +12,7 @@ from audit.systems.bookkeeper.collect.bookie_client import BookieClientConfig, c
 from audit.systems.bookkeeper.collect.read_probe import ReadProbeConfig, probe_bookie
 from audit.systems.bookkeeper.domain.verification import fragments_of, iter_ledger_probes
 from lab.bookkeeper import build_lab
-from lab.bookkeeper.bookie_server import serve_lab_bookies
-from tests.bookkeeper.collect.fake_bookie import FakeBookie
+from lab.bookkeeper.bookie_server import ScriptedBookie, serve_lab_bookies
 from tests.bookkeeper.domain.cases import expected_entries, ledger
 
 AS_OF_MS = 1_700_000_000_000
@@ -115,7 +114,7 @@ def test_zero_share_reads_first_and_last_of_each_fragment_and_list_bookies_behav
 
 
 def test_failures_are_never_absent(tmp_path):
-    with FakeBookie({5: range(10)}, mode="no_list", read_status="EIO") as bk:
+    with ScriptedBookie({5: range(10)}, mode="no_list", read_status="EIO") as bk:
         md = ledger({0: [bk.bookie_id, "y"]}, 9, Qw=2, ledger_id=5)
         report = probe_bookie(bk.bookie_id, [5], {5: md}, DirSink(tmp_path), cluster="c", reason="test",
                               config=ReadProbeConfig(request_timeout_s=2.0, share_percent=100))
@@ -142,7 +141,7 @@ def test_unreachable_bookie_marks_every_probe_failed_and_skips_open_ledgers(tmp_
 def test_out_of_order_answers_match_by_txn_id_over_one_connection(tmp_path):
     # 4 x 40 reads: the first is answered alone, then 53 batches of 3 in reverse order.
     entries = {lid: [e for e in range(40) if e % 3] for lid in range(1, 5)}
-    with FakeBookie(entries, mode="no_list", answer_in_batches_of=3) as bk:
+    with ScriptedBookie(entries, mode="no_list", answer_in_batches_of=3) as bk:
         mds = {lid: ledger({0: [bk.bookie_id]}, 39, E=1, Qw=1, ledger_id=lid) for lid in entries}
         probe_bookie(bk.bookie_id, list(mds), mds, DirSink(tmp_path),
                      config=ReadProbeConfig(request_timeout_s=2.0, window=7, share_percent=100))

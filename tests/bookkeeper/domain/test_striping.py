@@ -57,7 +57,8 @@ def test_count_and_neighbours_match_brute_force(eqi, first, length):
     ([SequenceGroup(0, 20, 2, 10), SequenceGroup(25, 25, 1, 0)], [Holding(0, 21, 0, 2, 10), Holding(25, 25)]),
     ([SequenceGroup(0, 20, 2, 10), SequenceGroup(30, 30, 2, 0)], [Holding(0, 31, 0, 2, 10)]),  # same stride
     ([SequenceGroup(0, 0, 10, 0), SequenceGroup(5, 5, 1, 0)], [Holding(0, 5)]),   # floor group cuts
-    ([SequenceGroup(0, 20, 2, 10), SequenceGroup(11, 11, 3, 0)], [Holding(0, 10, 0, 2, 10), Holding(11, 13)]),  # cut mid-run
+    ([SequenceGroup(0, 20, 2, 10), SequenceGroup(11, 11, 3, 0)],
+     [Holding(0, 10, 0, 2, 10), Holding(11, 13)]),  # cut mid-run
 ])
 def test_holdings_from_groups(groups, holdings):
     assert holdings_from_groups(groups) == holdings

@@ -35,7 +35,8 @@ def test_same_ledger_via_http_and_znode_decodes_equal():
 def test_closed_ledger_custom_metadata_and_segment_order():
     bean = _bean(state="CLOSED", closed=True, length=13417, lastEntryId=78, digestType="MAC",
                  customMetadata={"application": base64.b64encode(b"pulsar").decode()},
-                 allEnsembles={"100": [{"id": "bk3:3181"}, {"id": "bk2:3181"}], "0": [{"id": "bk1:3181"}, {"id": "bk2:3181"}]})
+                 allEnsembles={"100": [{"id": "bk3:3181"}, {"id": "bk2:3181"}],
+                               "0": [{"id": "bk1:3181"}, {"id": "bk2:3181"}]})
     [md] = decode_admin_json({"12": bean}, "obj")
     assert md.ledger_id == 12 and md.state == CLOSED and (md.last_entry_id, md.length) == (78, 13417)
     assert md.digest_type == "HMAC"  # API name MAC normalised to the znode's protobuf name

@@ -23,7 +23,8 @@ def test_empty_ledger_is_header_only():
 def test_byte_layout_is_big_endian_header_then_groups():
     data = encode_entries([0, 1, 2, 5, 6, 9])
     assert data == (_header(0, 3)
-                    + struct.pack(">qqii", 0, 0, 3, 0) + struct.pack(">qqii", 5, 5, 2, 0) + struct.pack(">qqii", 9, 9, 1, 0))
+                    + struct.pack(">qqii", 0, 0, 3, 0) + struct.pack(">qqii", 5, 5, 2, 0)
+                    + struct.pack(">qqii", 9, 9, 1, 0))
     assert len(data) == 64 + 3 * 24
 
 

@@ -23,7 +23,8 @@ def _vector(version: int) -> bytes:
 def _md(**over) -> LedgerMetadata:
     base = dict(ledger_id=42, format_version=3, ensemble_size=3, write_quorum_size=2, ack_quorum_size=2,
                 state=CLOSED, last_entry_id=250, length=123456,
-                segments=(Segment(0, ("bk1:3181", "bk2:3181", "bk3:3181")), Segment(100, ("bk1:3181", "bk4:3181", "bk3:3181"))),
+                segments=(Segment(0, ("bk1:3181", "bk2:3181", "bk3:3181")),
+                          Segment(100, ("bk1:3181", "bk4:3181", "bk3:3181"))),
                 digest_type="CRC32C", has_password=True, ctime=1700000000000, ctoken=77,
                 custom_metadata={"application": b"pulsar", "pulsar/managed-ledger": b"public/default/persistent/t",
                                  "bin": b"\x00\xff\n\"'"})
@@ -82,7 +83,8 @@ def test_v2_drops_ctoken_like_bookkeeper():
 
 
 def test_v1_text_layout_and_round_trip():
-    md = LedgerMetadata(9, 1, 3, 2, 2, CLOSED, 17, 900, (Segment(0, ("a:1", "b:1", "c:1")), Segment(10, ("a:1", "d:1", "c:1"))))
+    md = LedgerMetadata(9, 1, 3, 2, 2, CLOSED, 17, 900,
+                        (Segment(0, ("a:1", "b:1", "c:1")), Segment(10, ("a:1", "d:1", "c:1"))))
     data = encode_znode(md, 1)
     assert data == b"BookieMetadataFormatVersion\t1\n2\n3\n900\n0\ta:1\tb:1\tc:1\n10\ta:1\td:1\tc:1\n17\tCLOSED"
     assert decode_znode(data, "v1", 9) == md
@@ -140,7 +142,8 @@ def test_not_a_znode():
 def test_missing_required_fields_are_named():
     _raises(b"BookieMetadataFormatVersion\t2\nquorumSize: 2\nlength: 0\nstate: OPEN\n", "ensembleSize")
     body = LedgerMetadataFormat(quorumSize=2, ensembleSize=2, length=0).SerializePartialToString()
-    body += LedgerMetadataFormat(segment=[LedgerMetadataFormat.Segment(ensembleMember=["a:1"])]).SerializePartialToString()
+    body += LedgerMetadataFormat(
+        segment=[LedgerMetadataFormat.Segment(ensembleMember=["a:1"])]).SerializePartialToString()
     data = b"BookieMetadataFormatVersion\t3\n" + wire.encode_varint(len(body)) + body
     # state has a default but is required: the stored bytes lack it, as do the segment's firstEntryId
     _raises(data, "state")

@@ -22,7 +22,8 @@ def test_schema_numbers_match_bookkeeper():
     assert pb.Request.DESCRIPTOR.fields_by_name["getListOfEntriesOfLedgerRequest"].number == 108
     assert pb.Response.DESCRIPTOR.fields_by_name["getListOfEntriesOfLedgerResponse"].number == 108
     fields = pb.GetListOfEntriesOfLedgerResponse.DESCRIPTOR.fields_by_name
-    assert (fields["status"].number, fields["ledgerId"].number, fields["availabilityOfEntriesOfLedger"].number) == (1, 2, 3)
+    assert (fields["status"].number, fields["ledgerId"].number,
+            fields["availabilityOfEntriesOfLedger"].number) == (1, 2, 3)
     hdr = pb.BKPacketHeader.DESCRIPTOR.fields_by_name
     assert (hdr["version"].number, hdr["operation"].number, hdr["txnId"].number) == (1, 2, 3)
 
@@ -56,7 +57,8 @@ def test_response_no_such_ledger_has_no_availability():
 
 def test_old_bookie_rejects_operation():
     resp = pb.Response(status=pb.EBADREQ)
-    resp.header.version, resp.header.operation, resp.header.txnId = pb.VERSION_THREE, pb.GET_LIST_OF_ENTRIES_OF_LEDGER, 4
+    resp.header.version, resp.header.operation, resp.header.txnId = (
+        pb.VERSION_THREE, pb.GET_LIST_OF_ENTRIES_OF_LEDGER, 4)
     ans = decode_response(resp.SerializeToString(), "old-bookie")
     assert (ans.status, ans.ledger_id, ans.availability, ans.txn_id) == ("EBADREQ", None, None, 4)
 

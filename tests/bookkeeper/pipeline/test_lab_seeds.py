@@ -9,9 +9,13 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from audit.cli.main import EXIT_CLEAN
 from audit.tables import read_rows
 from tests.estates import demo_seeds, exact_seed_by_seed
+
+pytestmark = pytest.mark.slow   # a twenty-seed scorecard: make scorecard and CI
 
 SEEDS_ESTATE = Path(__file__).resolve().parents[3] / "lab" / "estate-seeds.yaml"
 COUNT_CHECKS = ("bk.entries_lost", "bk.entries_below_ack_quorum", "bk.entries_below_write_quorum")

@@ -1,5 +1,5 @@
-"""Approved BookKeeper repairs (audit/systems/bookkeeper/repair/apply.py) against the tests' real ZooKeeper: the plan comes
-from the dry-run planner, the metadata znodes are written in BookKeeper's format (tests/bookkeeper/collect)."""
+"""Approved BookKeeper repairs (audit/systems/bookkeeper/repair/apply.py) against the tests' real ZooKeeper: the plan
+comes from the dry-run planner, the metadata znodes are written in BookKeeper's format (tests/bookkeeper/collect)."""
 from __future__ import annotations
 
 import dataclasses

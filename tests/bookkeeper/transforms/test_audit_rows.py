@@ -22,7 +22,8 @@ def test_complete_inventory_without_a_file_is_no_such_ledger():
     answers = {b: a for b, a in healthy(md).items() if b != "b2"}
     plain = audit_parsed("c", md, answers, Settings())
     assert (plain["unavailable_bookies"], _checks(plain)) == (1, [])
-    for asked, want in ((None, [("bk.entries_below_ack_quorum", 20)]), (frozenset({4}), [("bk.entries_below_ack_quorum", 20)]),
+    for asked, want in ((None, [("bk.entries_below_ack_quorum", 20)]),
+                        (frozenset({4}), [("bk.entries_below_ack_quorum", 20)]),
                         (frozenset({5}), [])):
         out = audit_parsed("c", md, answers, Settings(inventories={"c": {"b2": asked}}))
         assert _checks(out) == want
@@ -46,7 +47,8 @@ def test_4651_counts_each_entry_once_and_names_each_holder():
     parts = json.loads(v["evidence"])["outside"]
     assert [(p["bookie"], p["entry_count"], p["ranges"]) for p in parts] == [("BK1", 2, [[5, 6]]), ("BK2", 2, [[5, 6]])]
     keys = {k: n for k, n in claims(v)}
-    assert keys[("bk.entries_outside_ensemble", "c", 9)] == 2 and keys[("bk.entries_outside_ensemble", "c", 9, "BK1")] == 2
+    assert (keys[("bk.entries_outside_ensemble", "c", 9)] == 2
+            and keys[("bk.entries_outside_ensemble", "c", 9, "BK1")] == 2)
     assert out["entries_outside_ensemble"] == 4 and len(out["outside"]) == 2
 
 
@@ -55,7 +57,8 @@ def test_benign_strays_are_information_only():
     answers = healthy(md, b2=ok(expected_entries(md, "b2") + [4]))
     out = audit_parsed("c", md, answers, Settings())
     assert out["violations"] == [] and out["entries_outside_ensemble"] == 1
-    assert [(o["bookie"], o["entry_count"], o["ranges"]) for o in out["outside"]] == [("b2", 1, [{"first": 4, "last": 4}])]
+    assert [(o["bookie"], o["entry_count"], o["ranges"]) for o in out["outside"]] == [
+        ("b2", 1, [{"first": 4, "last": 4}])]
 
 
 @pytest.mark.parametrize("ctime, found", [(None, False), (-1, False), (0, False), (1, True)])

@@ -53,7 +53,8 @@ def test_a_ledger_closed_just_before_the_index_read_is_not_judged_from_it(spark,
         files[f"ledger-metadata/00/0000/L00{i}"] = encode_znode(md)
         files[f"ledger-metadata/00/0000/L00{i}.stat.json"] = _stat(mtime)
         for b in ("bk1:3181", "bk3:3181"):
-            files[f"entries-of-ledger/{b}/{i}.pb"] = encode_response(1, i, "EOK", encode_entries(expected_entries(md, b)))
+            files[f"entries-of-ledger/{b}/{i}.pb"] = encode_response(
+                1, i, "EOK", encode_entries(expected_entries(md, b)))
         # both indexes lack the ledger's last 10 entries on bk2
         files[f"location-index/bk2:3181/{i}.avail"] = encode_entries(
             [e for e in expected_entries(md, "bk2:3181") if e < 50])
@@ -64,7 +65,8 @@ def test_a_ledger_closed_just_before_the_index_read_is_not_judged_from_it(spark,
               "--output", str(tmp_path / "tables")])
     out = run.main(["--system", "bookkeeper", "--stage", "audit", "--input", str(tmp_path / "tables"),
                     "--output", str(tmp_path), "--run-id", "r", "--as-of-ms", str(READ_AT + 60_000)])
-    metrics = {r["ledger_id"]: r for r in spark.read.parquet(str(tmp_path / "metrics" / "bk_ledger_replicas")).collect()}
+    metrics = {r["ledger_id"]: r
+               for r in spark.read.parquet(str(tmp_path / "metrics" / "bk_ledger_replicas")).collect()}
     violations = spark.read.parquet(str(tmp_path / "findings" / "violations")).collect()
     missing = [e for e in expected_entries(settled, "bk2:3181") if e >= 50]
     # the settled ledger: its index speaks for it, the entries are missing (one copy left of each, Qa=2)
@@ -74,5 +76,6 @@ def test_a_ledger_closed_just_before_the_index_read_is_not_judged_from_it(spark,
     # the recent one: bk2 is unavailable for it tonight, nothing is counted missing
     assert (metrics[11]["unavailable_bookies"], metrics[11]["entries_below_write_quorum"]) == (1, 0)
     assert (metrics[12]["unavailable_bookies"], metrics[12]["least_replicas"]) == (0, 1)
-    znode = {r["ledger_id"]: r["znode_mtime"] for r in spark.read.parquet(str(tmp_path / "tables" / "bk_ledgers")).collect()}
+    znode = {r["ledger_id"]: r["znode_mtime"]
+             for r in spark.read.parquet(str(tmp_path / "tables" / "bk_ledgers")).collect()}
     assert znode == {11: READ_AT - 5_000, 12: READ_AT - 300_000}

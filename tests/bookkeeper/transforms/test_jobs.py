@@ -48,7 +48,8 @@ def test_jobs_in_process(spark, tmp_path):
     assert counts == {"bk_ledgers": 1, "bk_entry_availability": 3, "bk_bookies": 3, "bk_bookie_evidence": 0,
                       "quarantine": 0}
     out = run.main(["--system", "bookkeeper", "--stage", "audit", "--input", str(tmp_path / "tables"),
-                    "--output", str(tmp_path), "--run-id", "r9", "--as-of-ms", "1000", "--set", "open_ledger_max_age=10"])
+                    "--output", str(tmp_path), "--run-id", "r9", "--as-of-ms", "1000",
+                    "--set", "open_ledger_max_age=10"])
     assert out["metrics"] == 1 and out["violations_by_check"] == {"bk.entries_below_ack_quorum": 1}
     _check_outputs(spark, tmp_path)
 

@@ -14,7 +14,8 @@ from spark_jobs import run
 from audit.systems.bookkeeper.domain.model import OPEN
 from tests.bookkeeper.domain.cases import expected_entries, ledger
 
-V3 = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "bk-ledgermetadata-znode-v3.b64"   # TestLedgerMetadataSerDe
+V3 = (Path(__file__).resolve().parents[2] / "fixtures" / "real"
+      / "bk-ledgermetadata-znode-v3.b64")   # TestLedgerMetadataSerDe
 AS_OF = 1_700_000_000_000
 DAY = 86_400_000
 ENSEMBLE = ["bk1:3181", "bk2:3181", "bk3:3181"]
@@ -40,7 +41,8 @@ def _raw(root: Path) -> Path:
         "ledger-metadata/00/0000/L0009.stat.json": _stat(AS_OF - 10 * DAY),
         "ledger-metadata/00/0000/L0010": v3, "ledger-metadata/00/0000/L0010.stat.json": _stat(AS_OF - 10 * DAY),
         # bk1 answers GetListOfEntriesOfLedger
-        "entries-of-ledger/bk1:3181/3.pb": encode_response(1, 3, "EOK", encode_entries(expected_entries(big, "bk1:3181"))),
+        "entries-of-ledger/bk1:3181/3.pb": encode_response(1, 3, "EOK",
+                                                           encode_entries(expected_entries(big, "bk1:3181"))),
         "entries-of-ledger/bk1:3181/5.pb": encode_response(2, 5, "EOK",
                                                            encode_entries(expected_entries(small, "bk1:3181"))),
         # bk2 (DbLedgerStorage): its complete location index lost 40..59 of ledger 3 and holds nothing of ledger 5
@@ -114,7 +116,8 @@ def test_findings_follow_the_evidence(outputs):
 
 def test_fragments_metrics_and_outside_information(outputs):
     _, out, rows = outputs
-    frags = sorted((f["ledger_id"], f["bookie"], f["missing_count"], [(r["first"], r["last"]) for r in f["missing_ranges"]])
+    frags = sorted((f["ledger_id"], f["bookie"], f["missing_count"],
+                    [(r["first"], r["last"]) for r in f["missing_ranges"]])
                    for f in rows("findings", "bk_missing_fragments"))
     assert frags == [(3, "bk2:3181", 13, [(40, 58)]), (3, "bk3:3181", 2, [(70, 71)]), (5, "bk2:3181", 20, [(0, 28)])]
     (info,) = rows("findings", "bk_outside_ensemble")

@@ -37,7 +37,8 @@ def tables(spark, tmp_path_factory):
     _write(c, "entries-of-ledger/bk2:3181/7.error.json",
            json.dumps({"error": "timeout", "message": "no answer in 30 s"}).encode())
     _write(c, "bookies/available.json", json.dumps(
-        {"available": ["bk1:3181"], "readonly": ["bk2:3181"], "cookies": ["bk1:3181", "bk2:3181", "bk9:3181"]}).encode())
+        {"available": ["bk1:3181"], "readonly": ["bk2:3181"],
+         "cookies": ["bk1:3181", "bk2:3181", "bk9:3181"]}).encode())
     _write(c, "bookies/racks.json", json.dumps({"bk1:3181": "/dc/r1"}).encode())
     _write(c, "collection.json", b"{}")
     _write(c, "stray.txt", b"?")

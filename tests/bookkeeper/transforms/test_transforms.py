@@ -86,7 +86,8 @@ def test_metrics(frames):
 
 def test_fragments(frames):
     got = sorted((f["ledger_id"], f["bookie"], f["bookie_index"], f["segment_first_entry_id"],
-                  f["segment_last_entry_id"], f["missing_count"], [(r["first"], r["last"]) for r in f["missing_ranges"]])
+                  f["segment_last_entry_id"], f["missing_count"],
+                  [(r["first"], r["last"]) for r in f["missing_ranges"]])
                  for f in frames["fragments"])
     assert got == [(2, "BK3", 0, 5, 10, 2, [(5, 6)]), (2, "BK4", 1, 5, 10, 2, [(5, 6)]),
                    (4, "b2", 1, 0, 29, 1, [(4, 4)])]

@@ -79,7 +79,9 @@ class MockCluster:
             raise RuntimeError(f"rd_kafka_mock_topic_create({topic}): error {code}")
 
     def produce(self, topic: str, records: list[tuple[bytes | None, bytes | None]], partition: int = 0) -> None:
-        p = Producer({"bootstrap.servers": self.bootstraps, "log_level": 3, "linger.ms": 0, "topic.metadata.refresh.fast.interval.ms": 10, "retry.backoff.ms": 10, "reconnect.backoff.ms": 10}, logger=QUIET)
+        p = Producer({"bootstrap.servers": self.bootstraps, "log_level": 3, "linger.ms": 0,
+                      "topic.metadata.refresh.fast.interval.ms": 10, "retry.backoff.ms": 10,
+                      "reconnect.backoff.ms": 10}, logger=QUIET)
         for key, value in records:
             p.produce(topic, key=key, value=value, partition=partition)
         left = p.flush(10)

@@ -36,7 +36,8 @@ def test_admin_source_reads_the_cluster_its_mounted_log_dirs_and_reports_what_it
             "brokers/1/dir0/orders-0/batches.json"} <= set(stored)
     assert not any(k.startswith(("brokers/2/", "mm2/")) for k in stored)
     gaps = {g.what: g for g in report.gaps}
-    assert gaps["log dir of broker 2 (not read)"].error == "meta.properties broker.id=9: the estate lists it as broker 2"
+    assert gaps["log dir of broker 2 (not read)"].error == (
+        "meta.properties broker.id=9: the estate lists it as broker 2")
     assert gaps["MirrorMaker 2 flow (nothing read)"].source == "mirror west"
     assert len(report.gaps) == 2
     assert report.counts["partitions_indexed"] == 3 and report.counts["keys_stored"] == 4

@@ -63,7 +63,8 @@ def test_index_columns_tails_and_legacy_message_sets(tmp_path):
     assert active["batches"]["partition_leader_epoch"] == [2, 2] and active["base_offset"] == 6
     assert rolled["batches"]["crc_valid"] == [None] * 3          # not verified unless asked
     growing = segment(store, "brokers/1/dir0/orders-1/batches.json", segment_name(0))
-    assert growing["tail"] == {"offset": 210, "why": growing["tail"]["why"]} and "partial batch" in growing["tail"]["why"]
+    assert (growing["tail"] == {"offset": 210, "why": growing["tail"]["why"]}
+            and "partial batch" in growing["tail"]["why"])
     assert growing["error"] is None and growing["read_bytes"] == 210 and growing["size_at_start"] == 250
     legacy = segment(store, "brokers/1/dir0/legacy-0/batches.json", segment_name(0))["batches"]
     assert legacy["magic"] == [1, 0] and legacy["partition_leader_epoch"] == [-1, -1]
@@ -158,7 +159,8 @@ def test_a_broker_still_writing(tmp_path):
     assert a[0]["size_at_start"] == a[0]["read_bytes"] == listed_a and a[0]["tail"] is None
     assert a[0]["batches"]["base_offset"] == [0, 2, 4]
     b = store.json("brokers/1/dir0/b-0/batches.json")["segments"]
-    assert b[0]["vanished"] is True and b[0]["batches"]["base_offset"] == [] and b[1]["batches"]["base_offset"] == [6, 8, 10]
+    assert (b[0]["vanished"] is True and b[0]["batches"]["base_offset"] == []
+            and b[1]["batches"]["base_offset"] == [6, 8, 10])
     assert result.scan["vanished"] == [{"file": "b-0/" + segment_name(0), "why": result.scan["vanished"][0]["why"]}]
     assert result.scan["errors"] == [] and result.gaps == [] and result.counts["segments_vanished"] == 1
 

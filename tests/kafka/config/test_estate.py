@@ -88,8 +88,8 @@ def test_sasl_implies_its_protocol():
     assert c.security_protocol == "SASL_PLAINTEXT"
 
 
-@pytest.mark.parametrize("version, rule", [("3.4.0", RULE_OLD), ("2.8", RULE_OLD), ("3.4.1", RULE_NEW), ("3.5.0", RULE_NEW),
-                                           ("3.10.0", RULE_NEW), ("4.0.0", RULE_NEW)])
+@pytest.mark.parametrize("version, rule", [("3.4.0", RULE_OLD), ("2.8", RULE_OLD), ("3.4.1", RULE_NEW),
+                                           ("3.5.0", RULE_NEW), ("3.10.0", RULE_NEW), ("4.0.0", RULE_NEW)])
 def test_mm2_version_picks_the_translation_rule(version, rule):
     c = KafkaCluster(name="e", source="lab", lab={}, mirrors=[{"source_cluster": "w", "mm2_version": version}])
     assert c.mirrors[0].translation_rule == rule

@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from pyspark.sql import SparkSession
 
 from audit.cli.main import EXIT_CLEAN, main
 from tests.estates import exact_seed_by_seed
+
+pytestmark = pytest.mark.slow   # a twenty-seed scorecard: make scorecard and CI
 
 SEEDS_ESTATE = Path(__file__).resolve().parents[3] / "lab" / "estate-kafka-seeds.yaml"
 WORLDS = range(1, 21)

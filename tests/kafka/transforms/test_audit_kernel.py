@@ -70,7 +70,8 @@ def random_partition(rng: random.Random, pkey: int):
         for base, last, ple, crc, magic, pid, pep, seq in log:
             batches.append({"pkey": pkey, "rkey": rkey, "base_offset": base, "last_offset": last,
                             "partition_leader_epoch": ple if magic >= 2 else -1, "magic": magic, "crc": crc,
-                            "producer_id": pid if magic >= 2 and rng.random() > 0.1 else -1, "producer_epoch": pep, "base_sequence": seq,
+                            "producer_id": pid if magic >= 2 and rng.random() > 0.1 else -1,
+                            "producer_epoch": pep, "base_sequence": seq,
                             "base_timestamp": 100 + base, "max_timestamp": 100 + last,
                             "crc_valid": rng.choice((None, True, True, False))})
     md = None

@@ -25,7 +25,6 @@ from spark_jobs import run
 from tests.kafka.collect.build import batches, segment_name, write_log_dir, write_partition
 
 T0 = 1_730_000_000_000
-CLUSTER = "k"
 META = "__cluster_metadata-0"
 ORDERS = uuid_text(bytes(range(1, 17)))
 
@@ -56,36 +55,43 @@ def _metadata_log(root: Path, batches_: list[tuple[int, list[tuple[str, int, dic
         (d / kraft.QUORUM_STATE_FILE).write_bytes(kraft.encode_quorum_state({"data_version": 0, **quorum}))
 
 
-def _estate(tmp: Path, brokers) -> Path:
-    dirs = "".join(f"        - {{broker: {b}, path: {tmp / f'b{b}'}}}\n" for b in brokers)
+def _estate(tmp: Path, clusters: dict[str, tuple]) -> Path:
+    """One `source: log-dirs` cluster per name, its brokers' log dirs under tmp/<name>/b<broker>."""
+    text = f"estate: kraft\nstore: {{uri: file://{tmp / 'store'}}}\nsystems:\n  kafka:\n"
+    for name, brokers in clusters.items():
+        dirs = "".join(f"        - {{broker: {b}, path: {tmp / name / f'b{b}'}}}\n" for b in brokers)
+        text += f"    - name: {name}\n      source: log-dirs\n      version: \"3.7\"\n      log_dirs:\n{dirs}"
     path = tmp / "estate.yaml"
-    path.write_text(f"estate: kraft\nstore: {{uri: file://{tmp / 'store'}}}\nsystems:\n  kafka:\n"
-                    f"    - name: {CLUSTER}\n      source: log-dirs\n      version: \"3.7\"\n      log_dirs:\n{dirs}")
+    path.write_text(text)
     return path
 
 
-def _collect_and_audit(tmp: Path, brokers) -> dict:
-    """Collect the log dirs as the collector does (brokers one after another, one clock), then both jobs."""
-    estate = _estate(tmp, brokers)
-    (cluster,) = load_estate(str(estate)).clusters("kafka")
-    report = KafkaCollector(now_ms=itertools.count(T0).__next__).collect(
-        cluster, DirSink(tmp / "raw" / "kafka" / CLUSTER), SecretResolver(environ={}))
-    assert report.gaps == [] and report.counts["log_dirs_scanned"] == len(brokers)
+def _collect_and_audit(tmp: Path, clusters: dict[str, tuple]) -> dict[str, dict]:
+    """Collect each cluster's log dirs as the collector does (brokers one after another, one clock), then both jobs
+    once over every cluster (one Spark job per stage for all the cases); the outputs split by cluster."""
+    estate = _estate(tmp, clusters)
+    for cluster in load_estate(str(estate)).clusters("kafka"):
+        report = KafkaCollector(now_ms=itertools.count(T0).__next__).collect(
+            cluster, DirSink(tmp / "raw" / "kafka" / cluster.name), SecretResolver(environ={}))
+        assert report.gaps == [] and report.counts["log_dirs_scanned"] == len(clusters[cluster.name])
     run.main(["--system", "kafka", "--stage", "normalize", "--input", str(tmp / "raw"),
               "--output", str(tmp / "tables")])
-    counts = run.main(["--system", "kafka", "--stage", "audit", "--input", str(tmp / "tables"),
-                       "--output", str(tmp / "attempt"), "--estate", str(estate), "--run-id", "r1"])
-    out = {"counts": counts}
-    for name, path in (("tables", tmp / "tables" / "kafka_partitions"),
-                       ("quarantine", tmp / "tables" / "quarantine"),
-                       ("partitions", tmp / "attempt" / "metrics" / "kafka_partitions"),
-                       ("replicas", tmp / "attempt" / "metrics" / "kafka_replicas"),
-                       ("coverage", tmp / "attempt" / "metrics" / "kafka_coverage"),
-                       ("violations", tmp / "attempt" / "findings" / "violations" / "system=kafka")):
-        out[name] = ds.dataset(str(path), format="parquet").to_table().to_pylist() if path.exists() else []
-    for v in out["violations"]:
-        v["evidence"] = json.loads(v["evidence"])
-    return out
+    run.main(["--system", "kafka", "--stage", "audit", "--input", str(tmp / "tables"),
+              "--output", str(tmp / "attempt"), "--estate", str(estate), "--run-id", "r1"])
+    outs: dict[str, dict] = {name: {} for name in clusters}
+    for table, path in (("tables", tmp / "tables" / "kafka_partitions"),
+                        ("quarantine", tmp / "tables" / "quarantine"),
+                        ("partitions", tmp / "attempt" / "metrics" / "kafka_partitions"),
+                        ("replicas", tmp / "attempt" / "metrics" / "kafka_replicas"),
+                        ("coverage", tmp / "attempt" / "metrics" / "kafka_coverage"),
+                        ("violations", tmp / "attempt" / "findings" / "violations" / "system=kafka")):
+        rows = ds.dataset(str(path), format="parquet").to_table().to_pylist() if path.exists() else []
+        for name in clusters:
+            outs[name][table] = [r for r in rows if r.get("cluster") == name]
+    for out in outs.values():
+        for v in out["violations"]:
+            v["evidence"] = json.loads(v["evidence"])
+    return outs
 
 
 def _findings(out: dict) -> list[tuple]:
@@ -133,18 +139,27 @@ COPIES = {   # broker -> (its metadata log, its snapshot)
 }
 
 
-@pytest.mark.parametrize("copies", list(COPIES))
-def test_leaders_isr_and_epochs_from_kraft_records_without_an_admin_endpoint(spark, tmp_path, copies):
+@pytest.fixture(scope="module")
+def isr_outputs(spark, tmp_path_factory) -> dict[str, dict]:
+    """Every COPIES case as its own cluster, audited in one run."""
+    tmp = tmp_path_factory.mktemp("kraft-isr")
     epoch0, epoch1 = batches(0, 2, 0), batches(4, 2, 1)            # offsets 0..3 led by 3, 4..7 led by 1
     healthy = batches(0, 3, 0)                                       # orders-1: offsets 0..5, every replica
     logs = {1: (epoch0 + epoch1, 8), 2: (epoch0 + epoch1, 8), 3: (epoch0 + epoch1[:len(epoch1) // 2], 6)}
-    for broker, (orders0, end) in logs.items():
-        root = write_log_dir(tmp_path / f"b{broker}", broker, [("orders", 0, end), ("orders", 1, 6)], kraft=True)
-        write_partition(root, "orders-0", {0: orders0}, [(0, 0), (1, 4)], topic_id=ORDERS)
-        write_partition(root, "orders-1", {0: healthy}, [(0, 0)], topic_id=ORDERS)
-        log, snapshot = COPIES[copies][broker]
-        _metadata_log(root, log, [(1, 0)], snapshot=snapshot)
-    out = _collect_and_audit(tmp_path, (1, 2, 3))
+    for copies in COPIES:
+        for broker, (orders0, end) in logs.items():
+            root = write_log_dir(tmp / copies / f"b{broker}", broker, [("orders", 0, end), ("orders", 1, 6)],
+                                 kraft=True)
+            write_partition(root, "orders-0", {0: orders0}, [(0, 0), (1, 4)], topic_id=ORDERS)
+            write_partition(root, "orders-1", {0: healthy}, [(0, 0)], topic_id=ORDERS)
+            log, snapshot = COPIES[copies][broker]
+            _metadata_log(root, log, [(1, 0)], snapshot=snapshot)
+    return _collect_and_audit(tmp, {copies: (1, 2, 3) for copies in COPIES})
+
+
+@pytest.mark.parametrize("copies", list(COPIES))
+def test_leaders_isr_and_epochs_from_kraft_records_without_an_admin_endpoint(isr_outputs, copies):
+    out = isr_outputs[copies]
 
     assert {r["origin"] for r in out["tables"]} == {"kraft"}      # nothing from an admin endpoint
     rows = {(r["broker"], r["partition"]): (r["leader"], r["leader_epoch"], r["partition_epoch"], r["isr"],
@@ -203,18 +218,26 @@ CASES = {   # controller 3's log and epoch checkpoint -> (user partition's findi
 }
 
 
+@pytest.fixture(scope="module")
+def metadata_outputs(spark, tmp_path_factory) -> dict[str, dict]:
+    """Three controllers per case (combined mode: each also holds orders-0, laid out as the metadata log, with high
+    watermark 6) and their quorum-state naming controller 2 leader of epoch 2; controller 3's copies are the case's.
+    Every case is its own cluster, audited in one run."""
+    tmp = tmp_path_factory.mktemp("kraft-metadata")
+    for case, (third, third_epochs, _, _) in CASES.items():
+        for c in (1, 2, 3):
+            quorum, epochs = (third, third_epochs) if c == 3 else (QUORUM, EPOCHS)
+            root = write_log_dir(tmp / case / f"b{c}", c, [("orders", 0, len(quorum))], kraft=True)
+            write_partition(root, "orders-0", {0: _user_log(quorum)}, epochs, topic_id=ORDERS)
+            _metadata_log(root, quorum, epochs,
+                          quorum={"leader_id": 2, "leader_epoch": 2, "current_voters": [1, 2, 3]})
+    return _collect_and_audit(tmp, {case: (1, 2, 3) for case in CASES})
+
+
 @pytest.mark.parametrize("case", list(CASES))
-def test_the_metadata_partition_is_audited_like_a_user_partition(spark, tmp_path, case):
-    """Three controllers (combined mode: each also holds orders-0, laid out as the metadata log, with high
-    watermark 6) and their quorum-state naming controller 2 leader of epoch 2. Controller 3's copies are the
-    case's."""
-    third, third_epochs, user, metadata = CASES[case]
-    for c in (1, 2, 3):
-        quorum, epochs = (third, third_epochs) if c == 3 else (QUORUM, EPOCHS)
-        root = write_log_dir(tmp_path / f"b{c}", c, [("orders", 0, len(quorum))], kraft=True)
-        write_partition(root, "orders-0", {0: _user_log(quorum)}, epochs, topic_id=ORDERS)
-        _metadata_log(root, quorum, epochs, quorum={"leader_id": 2, "leader_epoch": 2, "current_voters": [1, 2, 3]})
-    out = _collect_and_audit(tmp_path, (1, 2, 3))
+def test_the_metadata_partition_is_audited_like_a_user_partition(metadata_outputs, case):
+    _, _, user, metadata = CASES[case]
+    out = metadata_outputs[case]
 
     got = _findings(out)
     assert [f[2:] for f in got if f[0] == "orders"] == user

@@ -28,48 +28,78 @@ class Snapshot:
 def read_snapshot(sink: dict[str, bytes]) -> Snapshot:
     snap = Snapshot()
     for key, data in sink.items():
-        if key.startswith("ledger-metadata/") and key.endswith(".deleted.json"):
-            snap.deleted[json.loads(data)["ledger_id"]] = None
-        elif key.startswith("ledger-metadata/") and key.endswith(".stat.json"):
-            lid = ledger_metadata.ledger_id_from_znode_path(key[len("ledger-metadata/"):-len(".stat.json")])
-            snap.stats[lid] = json.loads(data)
-        elif key.startswith("location-index/"):
-            _, bookie, leaf = key.split("/")
-            if leaf == "inventory.json":
-                snap.inventories[bookie] = json.loads(data)
-            else:
-                held = set(availability.iter_entries(availability.decode(data, key)))
-                snap.answers[(bookie, int(leaf[: -len(".avail")]))] = ("EOK", held)
-        elif key.startswith("read-probes/"):
-            _, bookie, leaf = key.split("/")
-            if leaf == "bookie.json":
-                snap.probe_bookies[bookie] = json.loads(data)
-            else:
-                snap.probes[(bookie, int(leaf[: -len(".json")]))] = json.loads(data)
-        elif key.startswith("ledger-metadata/"):
-            lid = ledger_metadata.ledger_id_from_znode_path(key[len("ledger-metadata/"):])
-            snap.metadata[lid] = ledger_metadata.decode_znode(data, key, lid)
-        elif key.startswith("entries-of-ledger/"):
-            _, bookie, leaf = key.split("/")
-            if leaf.endswith(".error.json"):
-                snap.errors[(bookie, int(leaf[: -len(".error.json")]))] = json.loads(data)
-                continue
-            lid = int(leaf[: -len(".pb")])
-            answer = protocol.decode_response(data, key)
-            assert answer.ledger_id == lid, key
-            held = None
-            if answer.status == "EOK":
-                held = set(availability.iter_entries(availability.decode(answer.availability, key)))
-            snap.answers[(bookie, lid)] = (answer.status, held)
-        elif key == "bookies/available.json":
-            snap.bookies = json.loads(data)
-        elif key == "bookies/racks.json":
-            snap.racks = json.loads(data)
-        else:
-            raise AssertionError(f"unexpected key {key}")
+        _read_key(snap, key, data)
     for lid in snap.deleted:
         snap.deleted[lid] = snap.metadata.pop(lid)
     _unsettled_as_unavailable(snap)
+    _answers_without_a_payload(snap)
+    return snap
+
+
+def _read_key(snap: Snapshot, key: str, data: bytes) -> None:
+    if key.startswith("ledger-metadata/"):
+        _read_ledger_metadata(snap, key, data)
+    elif key.startswith("location-index/"):
+        _read_location_index(snap, key, data)
+    elif key.startswith("read-probes/"):
+        _read_read_probes(snap, key, data)
+    elif key.startswith("entries-of-ledger/"):
+        _read_entries_of_ledger(snap, key, data)
+    elif key == "bookies/available.json":
+        snap.bookies = json.loads(data)
+    elif key == "bookies/racks.json":
+        snap.racks = json.loads(data)
+    else:
+        raise AssertionError(f"unexpected key {key}")
+
+
+def _read_ledger_metadata(snap: Snapshot, key: str, data: bytes) -> None:
+    """A znode, its Stat, or the note that retention deleted the ledger during collection."""
+    path = key[len("ledger-metadata/"):]
+    if key.endswith(".deleted.json"):
+        snap.deleted[json.loads(data)["ledger_id"]] = None
+    elif key.endswith(".stat.json"):
+        lid = ledger_metadata.ledger_id_from_znode_path(path[:-len(".stat.json")])
+        snap.stats[lid] = json.loads(data)
+    else:
+        lid = ledger_metadata.ledger_id_from_znode_path(path)
+        snap.metadata[lid] = ledger_metadata.decode_znode(data, key, lid)
+
+
+def _read_location_index(snap: Snapshot, key: str, data: bytes) -> None:
+    _, bookie, leaf = key.split("/")
+    if leaf == "inventory.json":
+        snap.inventories[bookie] = json.loads(data)
+    else:
+        held = set(availability.iter_entries(availability.decode(data, key)))
+        snap.answers[(bookie, int(leaf[: -len(".avail")]))] = ("EOK", held)
+
+
+def _read_read_probes(snap: Snapshot, key: str, data: bytes) -> None:
+    _, bookie, leaf = key.split("/")
+    if leaf == "bookie.json":
+        snap.probe_bookies[bookie] = json.loads(data)
+    else:
+        snap.probes[(bookie, int(leaf[: -len(".json")]))] = json.loads(data)
+
+
+def _read_entries_of_ledger(snap: Snapshot, key: str, data: bytes) -> None:
+    """A bookie's GetListOfEntriesOfLedger response, or the error asking it gave."""
+    _, bookie, leaf = key.split("/")
+    if leaf.endswith(".error.json"):
+        snap.errors[(bookie, int(leaf[: -len(".error.json")]))] = json.loads(data)
+        return
+    lid = int(leaf[: -len(".pb")])
+    answer = protocol.decode_response(data, key)
+    assert answer.ledger_id == lid, key
+    held = None
+    if answer.status == "EOK":
+        held = set(availability.iter_entries(availability.decode(answer.availability, key)))
+    snap.answers[(bookie, lid)] = (answer.status, held)
+
+
+def _answers_without_a_payload(snap: Snapshot) -> None:
+    """Answers of ensemble bookies no per-ledger payload gives: from a location index or from read probes."""
     for lid, md in snap.metadata.items():
         for bookie in {b for seg in md.segments for b in seg.ensemble}:
             if bookie in snap.inventories and (bookie, lid) not in snap.answers:
@@ -79,7 +109,6 @@ def read_snapshot(sink: dict[str, bytes]) -> Snapshot:
                 doc = snap.probes[(bookie, lid)]
                 absent = {e for ids in doc["absent"].values() for e in ids}
                 snap.answers[(bookie, lid)] = ("PROBED", expected_on(md, bookie) - absent)
-    return snap
 
 
 SETTLE_MS = 60_000   # thresholds.location_index_settle as shipped

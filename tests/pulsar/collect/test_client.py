@@ -5,8 +5,8 @@ import pytest
 
 from audit.systems.pulsar.collect.admin_client import AdminClient, RetryPolicy
 from audit.systems.pulsar.collect.discovery import TopicName
-from tests.pulsar.collect.admin_fake import (ORDERS_STATS_INTERNAL, TOPIC_NOT_FOUND, Answer, FakePulsarAdmin,
-                                             orders_topic, reason)
+from lab.pulsar.admin_server import TOPIC_NOT_FOUND, Answer, ScriptedAdmin, reason
+from tests.pulsar.collect.recorded import ORDERS_STATS_INTERNAL, orders_topic
 
 TOKEN = "tok-3f9a-very-secret"
 ORDERS = TopicName("acme", "orders", "orders")
@@ -17,7 +17,7 @@ def fakes():
     made = []
 
     def make(token=TOKEN):
-        fake = FakePulsarAdmin(token)
+        fake = ScriptedAdmin(token)
         fake.add_topic("acme/orders/orders", orders_topic())
         made.append(fake)
         return fake

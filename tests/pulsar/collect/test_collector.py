@@ -13,8 +13,8 @@ from audit.systems.pulsar.config import PulsarCluster, PulsarDump
 from audit.config.secrets import SecretError, SecretResolver
 from audit.systems.pulsar.formats.read_instant import encode_read_instant
 from audit.systems.pulsar.formats.entry import EntryGap, EntryRecord, decode_entry_line
-from tests.pulsar.collect.admin_fake import (ORDERS_STATS_INTERNAL, ORDERS_WINDOW, Answer, FakePulsarAdmin, html,
-                                     orders_stats, real_body, reason, standard_estate)
+from lab.pulsar.admin_server import Answer, ScriptedAdmin, html, reason
+from tests.pulsar.collect.recorded import ORDERS_STATS_INTERNAL, ORDERS_WINDOW, orders_stats, real_body, standard_estate
 
 TOKEN = "tok-3f9a-very-secret"
 ORDERS = "topics/acme/orders/orders/"
@@ -24,7 +24,7 @@ WHAT = "topic entries"
 
 @pytest.fixture
 def fake():
-    f = FakePulsarAdmin(TOKEN)
+    f = ScriptedAdmin(TOKEN)
     standard_estate(f)
     yield f
     f.close()

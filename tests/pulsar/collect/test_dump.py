@@ -13,7 +13,8 @@ from audit.systems.pulsar.domain.positions import Position
 from audit.systems.pulsar.formats.stats_internal import decode_stats_internal
 from tests.pulsar.collect.test_collector import (ORDERS, ORDERS_ENTRY, WHAT, expected_line, fake, files,  # noqa: F401
                                                     run)
-from tests.pulsar.collect.admin_fake import (ORDERS_WINDOW, TOPIC_NOT_FOUND, Answer, FakeTopic, plain_entry, real_body)
+from lab.pulsar.admin_server import TOPIC_NOT_FOUND, Answer, ScriptedTopic, plain_entry
+from tests.pulsar.collect.recorded import ORDERS_WINDOW, real_body
 
 
 def test_topic_unloaded_mid_dump_is_retried_with_backoff(fake, tmp_path):
@@ -111,8 +112,8 @@ def test_concurrency_is_bounded_by_dump_concurrency(fake, tmp_path):
 
 
 def test_cap_is_reported_as_a_gap(fake, tmp_path):
-    fake.add_topic("acme/tx/pending", FakeTopic(Answer(200, real_body("pulsar-stats-internal-02.json")),
-                                                Answer(200, real_body("pulsar-stats-replication-07.json"))))
+    fake.add_topic("acme/tx/pending", ScriptedTopic(Answer(200, real_body("pulsar-stats-internal-02.json")),
+                                                    Answer(200, real_body("pulsar-stats-replication-07.json"))))
     report = run(fake, tmp_path, namespaces=(), topics=("persistent://acme/tx/pending",),
                  dump=PulsarDump(concurrency=2, chunk_entries=1000, max_entries_per_topic=5))
     got = files(tmp_path)

@@ -12,10 +12,9 @@ from audit.config.model import SecretRef
 from audit.systems.pulsar.config import PulsarCluster, PulsarDump
 from audit.config.secrets import SecretResolver
 from audit.systems.pulsar.formats.read_instant import READ_SUFFIX, decode_read_instant
-from lab.pulsar.admin_server import serve_pulsar_admin
+from lab.pulsar.admin_server import Answer, reason, serve_pulsar_admin
 from lab.pulsar.emit import emit_cluster
 from lab.pulsar.runner import lab_world
-from tests.pulsar.collect.admin_fake import Answer, reason
 from tests.pulsar.collect.test_collector import ORDERS, files, run  # noqa: F401
 from tests.pulsar.collect.test_collector import fake  # noqa: F401  (the fixture)
 

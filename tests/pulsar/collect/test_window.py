@@ -7,7 +7,7 @@ from audit.systems.pulsar.collect.dump_window import (WHOLE_TOPIC, Chunk, DumpWi
 from audit.systems.pulsar.domain.positions import Position
 from audit.systems.pulsar.formats.stats import decode_topic_stats
 from audit.systems.pulsar.formats.stats_internal import decode_stats_internal
-from tests.pulsar.collect.admin_fake import ORDERS_STATS_INTERNAL, ORDERS_WINDOW, orders_stats, real_body
+from tests.pulsar.collect.recorded import ORDERS_STATS_INTERNAL, ORDERS_WINDOW, orders_stats, real_body
 
 P = Position
 

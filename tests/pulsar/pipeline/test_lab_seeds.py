@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from audit.cli.main import EXIT_CLEAN
 from tests.estates import demo_seeds, exact_seed_by_seed
+
+pytestmark = pytest.mark.slow   # a twenty-seed scorecard: make scorecard and CI
 
 SEEDS_ESTATE = Path(__file__).resolve().parents[3] / "lab" / "estate-pulsar-seeds.yaml"
 

@@ -1,5 +1,5 @@
 """The approved Pulsar repair calls (audit/systems/pulsar/repair/apply.py) against loopback servers: the admin REST fake
-(tests/pulsar/collect/admin_fake.py), whose resetcursor moves the cursor it serves, and a real `websockets`
+(lab/pulsar/admin_server.py ScriptedAdmin), whose resetcursor moves the cursor it serves, and a real `websockets`
 server standing in for the broker's WebSocket consumer endpoint, which decodes every ack frame on its own (wire
 format of MessageIdData) and applies it to the fake's cursor. Actions run as the shared runner runs them:
 check, run, verify."""
@@ -20,7 +20,8 @@ from audit.config.secrets import SecretResolver
 from audit.systems.pulsar.repair.apply import actions, encode_message_id, websocket_base
 from audit.repair.common import RepairInputError
 from audit.systems.pulsar.repair.plan import plan_subscription_repairs
-from tests.pulsar.collect.admin_fake import FakePulsarAdmin, orders_topic
+from lab.pulsar.admin_server import ScriptedAdmin
+from tests.pulsar.collect.recorded import orders_topic
 from tests.pulsar.repair.test_repair_plan import row
 
 TOPIC = "persistent://acme/orders/orders"
@@ -53,7 +54,7 @@ class FakeWebSocketConsumer:
     """/ws/v2/consumer/persistent/{t}/{ns}/{topic}/{sub}: records the handshake and every frame, and acks each
     decoded position on the admin fake's cursor (what the broker's consumer does)."""
 
-    def __init__(self, admin: FakePulsarAdmin, token: str | None = None):
+    def __init__(self, admin: ScriptedAdmin, token: str | None = None):
         self.admin, self.token = admin, token
         self.sessions: list[dict] = []
         self.frames: list[str] = []
@@ -96,7 +97,7 @@ class FakeWebSocketConsumer:
 
 @pytest.fixture
 def admin():
-    fake = FakePulsarAdmin()
+    fake = ScriptedAdmin()
     fake.add_topic(TOPIC, orders_topic())
     yield fake
     fake.close()
@@ -120,7 +121,7 @@ def _cluster(url: str, **kw) -> PulsarCluster:
     return PulsarCluster(name="east", source="admin", admin_url=url, namespaces=("acme/orders",), **kw)
 
 
-def _cursor(admin: FakePulsarAdmin) -> dict:
+def _cursor(admin: ScriptedAdmin) -> dict:
     return json.loads(admin.topics["acme/orders/orders"].stats_internal.body)["cursors"][SUB]
 
 

@@ -12,7 +12,7 @@ Error kinds: "unreachable" (connect refused / no route / bad address), "timeout"
 After a failed connection the bookie gets `reconnects` more connections for the ledgers not yet asked.
 
 Capability probe: a DbLedgerStorage bookie never answers GetListOfEntriesOfLedger (its read thread throws
-UnsupportedOperationException, apache/bookkeeper#2078), which used to cost two request timeouts per bookie and
+UnsupportedOperationException: docs/formats/bookkeeper.md §1.7), which used to cost two request timeouts per bookie and
 turn all its ledgers into "unavailable". So each bookie's first request is sent alone; if no answer comes
 within `list_probe_timeout_s`, a plain ReadRequest (entry 0 of the same ledger) follows on the same connection.
 An answer to it, whatever its status, shows a live bookie that does not serve the listing: the bookie is
@@ -191,7 +191,8 @@ class _BookieRun:
                 raise ConnectionFailure(TIMEOUT, f"{address} did not answer within {self.cfg.request_timeout_s}s",
                                pending) from None
             except (asyncio.IncompleteReadError, ConnectionError) as e:
-                raise ConnectionFailure(CLOSED, f"{address} closed the connection: {type(e).__name__}", pending) from None
+                raise ConnectionFailure(CLOSED, f"{address} closed the connection: {type(e).__name__}",
+                                        pending) from None
             except ConnectionFailure as f:  # a bad frame length: the stream cannot be re-synchronised
                 raise ConnectionFailure(f.kind, f.message, pending) from None
             self._answer(body, in_flight, address, pending)
@@ -219,14 +220,15 @@ class _BookieRun:
                 await asyncio.wait_for(writer.drain(), max(0.0, deadline - loop.time()))
                 await asyncio.wait({frame}, timeout=max(0.0, deadline - loop.time()))
             if not frame.done():
-                raise ConnectionFailure(TIMEOUT, f"{address} answered neither GetListOfEntriesOfLedger nor a ReadRequest "
-                                        f"within {self.cfg.request_timeout_s}s", [ledger_id])
+                raise ConnectionFailure(TIMEOUT, f"{address} answered neither GetListOfEntriesOfLedger "
+                                        f"nor a ReadRequest within {self.cfg.request_timeout_s}s", [ledger_id])
             body = frame.result()
         except asyncio.TimeoutError:
             raise ConnectionFailure(TIMEOUT, f"{address} did not take the request within {self.cfg.request_timeout_s}s",
                            [ledger_id]) from None
         except (asyncio.IncompleteReadError, ConnectionError) as e:
-            raise ConnectionFailure(CLOSED, f"{address} closed the connection: {type(e).__name__}", [ledger_id]) from None
+            raise ConnectionFailure(CLOSED, f"{address} closed the connection: {type(e).__name__}",
+                                    [ledger_id]) from None
         except ConnectionFailure as f:
             raise ConnectionFailure(f.kind, f.message, [ledger_id]) from None
         finally:
@@ -252,7 +254,8 @@ class _BookieRun:
     async def _read_frame(self, reader: asyncio.StreamReader, address: str) -> bytes:
         (size,) = protocol.FRAME_LENGTH.unpack(await reader.readexactly(protocol.FRAME_LENGTH.size))
         if not 0 <= size <= protocol.DEFAULT_MAX_FRAME:
-            raise ConnectionFailure(PROTOCOL_ERROR, f"{address}: frame length {size} outside 0..{protocol.DEFAULT_MAX_FRAME}")
+            raise ConnectionFailure(PROTOCOL_ERROR,
+                                    f"{address}: frame length {size} outside 0..{protocol.DEFAULT_MAX_FRAME}")
         return await reader.readexactly(size)
 
     def _answer(self, body: bytes, in_flight: dict[int, tuple[int, float]], address: str,

@@ -1,10 +1,10 @@
 """BookKeeperCollector: ledger metadata from ZooKeeper (or, for source "admin_http", from a bookie's admin HTTP
 API), then each ensemble bookie's entry list.
 
-Takes a validated audit.systems.bookkeeper.config.BookKeeperCluster with source "zookeeper" or "admin_http" (the estate's
-systems.bookkeeper[] entry, docs/estate.md: zookeeper.hosts / ledgers_root / digest_auth, admin_http.url,
-bookie_addresses, racks, timeouts, bookie_window). The configuration is validated once, by that model; a mapping
-of the same keys (source may be left out) is read through the same model.
+Takes a validated audit.systems.bookkeeper.config.BookKeeperCluster with source "zookeeper" or "admin_http" (the
+estate's systems.bookkeeper[] entry, docs/estate.md: zookeeper.hosts / ledgers_root / digest_auth, admin_http.url,
+bookie_addresses, racks, timeouts, bookie_window). The configuration is validated once, by that model; a mapping of the
+same keys (source may be left out) is read through the same model.
 """
 from __future__ import annotations
 

@@ -10,13 +10,13 @@ audit leaves the ledger out. Nothing collected is removed: the metadata read sta
 from __future__ import annotations
 
 import json
-import time
 from typing import Any, Iterable, Mapping
 
 from audit.collectors.base import CollectionReport, RawSink
 from audit.systems.bookkeeper.formats import protocol
 from audit.systems.bookkeeper.formats.raw_evidence import DELETED_SUFFIX
 from audit.errors import PayloadError
+from audit.timeutil import now_ms
 
 REASON = "the ledger znode was gone when it was looked up again after the bookies were asked: deleted during " \
          "collection (retention), so its bookies' empty answers say nothing about its replicas"
@@ -74,7 +74,7 @@ def mark_deleted(client: Any, ledgers_root: str, paths: Mapping[int, str], candi
         if stat is None:
             deleted.add(lid)
             sink.put(f"ledger-metadata/{paths[lid]}{DELETED_SUFFIX}", json.dumps(
-                {"ledger_id": lid, "checked_at_ms": int(time.time() * 1000), "reason": REASON},
+                {"ledger_id": lid, "checked_at_ms": now_ms(), "reason": REASON},
                 sort_keys=True).encode())
     report.count("ledgers_rechecked", len(asked))
     report.count("ledgers_deleted_during_collection", len(deleted))

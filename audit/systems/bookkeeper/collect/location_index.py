@@ -31,7 +31,6 @@ import shutil
 import struct
 import sys
 import tempfile
-import time
 from itertools import islice
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -40,6 +39,7 @@ import numpy as np
 
 from audit.collectors.base import CollectionReport, DirSink, RawSink
 from audit.systems.bookkeeper.formats.availability import HEADER_SIZE, VERSION
+from audit.timeutil import now_ms
 
 SYSTEM = "bookkeeper"
 WHAT = "DbLedgerStorage entry-location index (RocksDB 'locations')"
@@ -86,7 +86,7 @@ def read_location_index(bookie: str, ledger_dirs: Sequence[str], sink: RawSink, 
     entries and is a gap (DbLedgerStorage reads a ledger from one directory only: signSafeMod(ledgerId, #dirs))."""
     report = CollectionReport(SYSTEM, cluster)
     asked = None if ledger_ids is None else sorted({int(x) for x in ledger_ids})
-    read_at_ms = int(time.time() * 1000)
+    read_at_ms = now_ms()
     stored: set[int] = set()
     databases, entries = [], 0
     for i, ledger_dir in enumerate(ledger_dirs):

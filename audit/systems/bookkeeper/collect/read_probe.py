@@ -1,5 +1,5 @@
-"""Read probes: where a bookie does not answer GetListOfEntriesOfLedger (DbLedgerStorage, apache/bookkeeper#2078),
-ask it for single entries with plain v3 ReadRequests, choosing the entries as the Auditor's LedgerChecker does
+"""Read probes: where a bookie does not answer GetListOfEntriesOfLedger (DbLedgerStorage, docs/formats/bookkeeper.md
+§1.7), ask it for single entries with plain v3 ReadRequests, choosing the entries as the Auditor's LedgerChecker does
 (audit/systems/bookkeeper/domain/verification.py; docs/formats/bookkeeper.md §1.10).
 
 Per bookie, one connection carries up to `window` reads at once, matched by txnId (answers come from a thread
@@ -218,7 +218,8 @@ class _BookieProbe:
                     await writer.drain()
                     chunk = await reader.read(READ_CHUNK)
             except TimeoutError:
-                raise ConnectionFailure(TIMEOUT, f"{address} did not answer a read within {self.cfg.request_timeout_s}s") \
+                raise ConnectionFailure(TIMEOUT,
+                                        f"{address} did not answer a read within {self.cfg.request_timeout_s}s") \
                     from None
             except ConnectionError as e:
                 raise ConnectionFailure(CLOSED, f"{address} closed the connection: {type(e).__name__}") from None

@@ -1,7 +1,7 @@
 """What a bookie's evidence other than a GetListOfEntriesOfLedger answer says it holds (issue 8, real estates).
 
-DbLedgerStorage bookies do not answer GetListOfEntriesOfLedger (apache/bookkeeper#2078), so two other kinds of
-evidence stand in for it (docs/bookkeeper/contracts.md):
+DbLedgerStorage bookies do not answer GetListOfEntriesOfLedger (docs/formats/bookkeeper.md §1.7), so two other
+kinds of evidence stand in for it (docs/bookkeeper/contracts.md):
 
 location_index  the entries the bookie's `locations` RocksDB index holds, in the list answer's own shape. A
                 *complete* inventory also says which ledgers the bookie holds nothing of: an ensemble member

@@ -6,10 +6,10 @@ replicas m(e) is periodic with L = lcm(E, periods): one window of L entries is e
 multiplied, plus the remainder. Only a pathological L falls back to evaluating the piece in chunks.
 A piece where every bookie holds exactly its stripe is skipped without any evaluation.
 
-Entries a bookie holds outside the ensemble the metadata assigns are counted as information. Only where such an
-entry is also lacked by a write-set bookie the metadata lists (m(e) > 0: apache/bookkeeper#4651's shape) is it
-a finding; bookies outside the segment's ensemble join the windows for that, and only in segments where some
-bookie does not hold exactly its stripe."""
+Entries a bookie holds outside the ensemble the metadata assigns are counted as information. Only where such an entry is
+also lacked by a write-set bookie the metadata lists (m(e) > 0: the wrong-ensemble shape of docs/formats/bookkeeper.md
+§1.6 step 4) is it a finding; bookies outside the segment's ensemble join the windows for that, and only in segments
+where some bookie does not hold exactly its stripe."""
 from __future__ import annotations
 
 import math
@@ -99,8 +99,8 @@ class OutsideEnsemble:
 
     In `LedgerVerdict.outside_ensemble` that is information: normal after an ensemble change (a slow bookie
     persisted an add the client re-sent elsewhere) and after re-replication (a bookie comes back). In
-    `LedgerVerdict.wrong_ensemble` only the entries a write-set bookie the metadata lists LACKS: the shape of
-    apache/bookkeeper#4651, where the metadata names the wrong ensemble."""
+    `LedgerVerdict.wrong_ensemble` only the entries a write-set bookie the metadata lists LACKS: the shape of an
+    overwritten ensemble, where the metadata names the wrong ensemble (docs/formats/bookkeeper.md §1.6 step 4)."""
 
     segment_first_entry_id: int
     segment_last_entry_id: int
@@ -295,7 +295,7 @@ class _SegmentAudit:
         self.strays: dict[str, _RangeAcc] = {}
         self.wrong: dict[str, _RangeAcc] = {}
         # Answering bookies this ensemble does not name that hold entries of the segment: information, and
-        # evaluated with the others only where some entry may lack a replica (#4651's shape).
+        # evaluated with the others only where some entry may lack a replica (the wrong-ensemble shape).
         self.foreign = [bk for bk in held if bk not in self.indices and held[bk].count(first, last)]
 
     def _missing_acc(self, i: int) -> _RangeAcc:
@@ -464,8 +464,9 @@ class _SegmentAudit:
 
 
     def _wrong_ensemble(self, x: int, w: int, reps: int, rem: int, short: np.ndarray, held_outside: list) -> None:
-        """apache/bookkeeper#4651's shape: entries a listed write-set bookie lacks (m > 0) while a bookie the
-        metadata does not list for them holds them. Per holder for the evidence, each entry once in total."""
+        """The wrong-ensemble shape (docs/formats/bookkeeper.md §1.6 step 4): entries a listed write-set bookie
+        lacks (m > 0) while a bookie the metadata does not list for them holds them. Per holder for the evidence,
+        each entry once in total."""
         if not short.any():
             return
         anywhere = np.zeros(w, dtype=bool)

@@ -1,4 +1,5 @@
-"""Bookie protocol v3 framing for GetListOfEntriesOfLedger (BP-34) and plain entry reads (READ_ENTRY).
+"""Bookie protocol v3 framing for GetListOfEntriesOfLedger (docs/formats/bookkeeper.md §1.7) and plain entry reads
+(READ_ENTRY, §1.10).
 
 On the wire every v3 message is a 4-byte big-endian length followed by exactly that many bytes of
 a `Request`/`Response` protobuf -- no other header (BookieProtoEncoding.serializeProtobuf; the

@@ -13,7 +13,7 @@ from audit.errors import MISSING, PayloadError
 # Beside a ledger znode's payload under ledger-metadata/: its Stat, and the note that it was deleted during
 # collection (audit/systems/bookkeeper/collect/deleted.py).
 STAT_SUFFIX, DELETED_SUFFIX = ".stat.json", ".deleted.json"
-# ZooKeeper's Stat fields (org.apache.zookeeper.data.Stat), as the collectors store them.
+# ZooKeeper's Stat fields (docs/formats/bookkeeper.md §1.7, "Ledger creation time"), as the collectors store them.
 STAT_FIELDS = ("czxid", "mzxid", "ctime", "mtime", "version", "cversion", "aversion", "ephemeralOwner",
                "dataLength", "numChildren", "pzxid")
 ABSENT_STATUSES = ("ENOENTRY", "ENOLEDGER")   # the bookie answered it does not have the entry

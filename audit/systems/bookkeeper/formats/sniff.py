@@ -59,7 +59,8 @@ def _sniff_availability(data: bytes, name: str) -> bool:
     if len(data) < availability.HEADER_SIZE or (len(data) - availability.HEADER_SIZE) % availability.GROUP_SIZE:
         return False
     version, count = struct.unpack_from(">ii", data)
-    return version == availability.VERSION and count == (len(data) - availability.HEADER_SIZE) // availability.GROUP_SIZE
+    return version == availability.VERSION and \
+        count == (len(data) - availability.HEADER_SIZE) // availability.GROUP_SIZE
 
 
 def _groups_dict(groups) -> dict:

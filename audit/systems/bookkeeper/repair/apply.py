@@ -1,7 +1,7 @@
-"""Approved BookKeeper repairs: per planned ledger (audit/systems/bookkeeper/repair/plan.py), mark it under-replicated in
-ZooKeeper exactly as BookKeeper's ZkLedgerUnderreplicationManager.markLedgerUnderreplicatedAsync does, so that
+"""Approved BookKeeper repairs: per planned ledger (audit/systems/bookkeeper/repair/plan.py), mark it under-replicated
+in ZooKeeper exactly as BookKeeper's ZkLedgerUnderreplicationManager.markLedgerUnderreplicatedAsync does, so that
 AutoRecovery (its ReplicationWorkers) re-replicates it and its placement policy picks the real targets
-(docs/formats/bookkeeper.md "Repair calls").
+(docs/formats/bookkeeper.md §1.11).
 
 - check(): reads ZooKeeper live: the ledger's metadata znode, decoded by the formats module, must still be what the
   plan was computed from (the plan's `preconditions`), the AutoRecovery layout must be BookKeeper's, and ledger
@@ -16,7 +16,6 @@ Each call opens its own ZooKeeper session and closes it: the runner may stop aft
 left running. Entries with no replica left (the plan's escalations) get no action: there is nothing to copy."""
 from __future__ import annotations
 
-import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping
 
@@ -26,6 +25,7 @@ from audit.systems.bookkeeper.formats.ledger_metadata import decode_znode, ledge
 from audit.systems.bookkeeper.formats.proto.DataFormats_pb2 import UnderreplicatedLedgerFormat
 from audit.errors import PayloadError
 from audit.repair.common import RepairInputError
+from audit.timeutil import now_ms
 
 ACTION = "mark_underreplicated"
 UNDER_REPLICATION = "underreplication"      # BookKeeperConstants.UNDER_REPLICATION_NODE
@@ -86,10 +86,6 @@ def parse_marker(data: bytes, source: str) -> UnderreplicatedLedgerFormat:
     except (UnicodeDecodeError, text_format.ParseError) as e:
         raise PayloadError(source, "UnderreplicatedLedgerFormat", "protobuf text format", str(e)) from None
     return fmt
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 # -------------------------------------------------------------------------------------------------- plan input
@@ -357,7 +353,7 @@ def _action(zk_cfg: Any, secrets: Any, timeouts: Any, root: str, ledger_id: int,
             except NoNodeError:
                 raise RuntimeError(f"{marked_ledgers_path(root)} is missing: AutoRecovery's layout is not there, "
                                    f"nothing written") from None
-            result = _mark(zk, path, replicas, list(acl), _now_ms)
+            result = _mark(zk, path, replicas, list(acl), now_ms)
         return {**result, "acl": _acl_json(acl)}
 
     def verify() -> Precheck:

@@ -44,7 +44,8 @@ ANSWER = struct(("bookie", S), ("status", S), ("error", S), ("groups", ArrayType
                 ("probe_share", I), ("probed", L), ("absent", ArrayType(L)))
 # Columns the audit reads from ledger_state rows.
 STATE_COLUMNS = ["cluster", "ledger_id", "format_version", "state", "ensemble_size", "write_quorum", "ack_quorum",
-                 "last_entry_id", "length", "ctime", "ctoken", "digest_type", "has_password", "segments", "answers", "znode_mtime"]
+                 "last_entry_id", "length", "ctime", "ctoken", "digest_type", "has_password", "segments", "answers",
+                 "znode_mtime"]
 _AUDITED = StructType(METRICS.fields + [StructField("fragments", ArrayType(FRAGMENTS)),
                                         StructField("outside", ArrayType(OUTSIDE)),
                                         StructField("violations", ArrayType(VIOLATIONS))])

@@ -6,7 +6,8 @@ bk.entries_lost = 0 replicas, bk.entries_below_ack_quorum = 1..Qa-1 replicas, bk
 Qa..Qw-1 replicas. The metrics table keeps BookKeeper's nested counts (< Qa includes lost, ...).
 
 Entries held outside the ensemble the metadata assigns are information (`outside` rows, the metrics column
-entries_outside_ensemble); bk.entries_outside_ensemble is raised only for apache/bookkeeper#4651's shape.
+entries_outside_ensemble); bk.entries_outside_ensemble is raised only for the wrong-ensemble shape
+(docs/formats/bookkeeper.md §1.6 step 4).
 Findings that rest on read probes say so (`sampled`)."""
 from __future__ import annotations
 

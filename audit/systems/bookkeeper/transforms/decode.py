@@ -41,7 +41,8 @@ def ledger_row(cluster: str, key: str, md: LedgerMetadata) -> dict:
     return {"cluster": cluster, "ledger_id": md.ledger_id, "source_key": key, "format_version": md.format_version,
             "state": md.state, "ensemble_size": md.ensemble_size, "write_quorum": md.write_quorum_size,
             "ack_quorum": md.ack_quorum_size, "last_entry_id": md.last_entry_id, "length": md.length,
-            "ctime": md.ctime, "stored_ctime": md.ctime, "ctoken": md.ctoken, "digest_type": md.digest_type, "has_password": md.has_password,
+            "ctime": md.ctime, "stored_ctime": md.ctime, "ctoken": md.ctoken, "digest_type": md.digest_type,
+            "has_password": md.has_password,
             "owner_topic": custom.get(OWNER_KEY), "custom_metadata": custom,
             "segments": [{"first_entry_id": s.first_entry_id, "ensemble": list(s.ensemble)} for s in md.segments]}
 

@@ -3,8 +3,8 @@ with kafka-python 3.0.12 (docs/kafka/collector.md), read-only. Writes under raw/
 
   metadata.json                  Metadata (all topics): brokers, controller, per partition leader, leader epoch,
                                  replicas, ISR, offline replicas, topic id; ELR from DescribeTopicPartitions
-                                 (API 75, brokers >= 3.8, KIP-966) when the broker has it, else null: no Metadata
-                                 version carries ELR (MetadataResponse.json @1eb7644349c)
+                                 (API 75, brokers >= 3.8) when the broker has it, else null: no Metadata
+                                 version carries ELR (docs/formats/kafka.md §14.1)
   log-dirs.json                  DescribeLogDirs from every broker
   list-offsets.json              ListOffsets EARLIEST and LATEST (read_uncommitted: the high watermark) from each
                                  partition's leader, with the leader epochs the broker returns
@@ -27,8 +27,8 @@ as data and counted, and that follower is not asked again for the partition; oth
 coverage gaps. A broker that does not answer within `timeouts.request_s` is a gap and is not asked again.
 
 Only brokers in the Metadata answer are asked anything. A replica on a broker absent from it (a broker that is down:
-MetadataCache lists it in the partition's replicas and offline replicas, not among the brokers, KRaftMetadataCache
-.getPartitionMetadata @1eb7644349c) is written under `not_asked` with the reason and counted, not a gap: there is
+the metadata cache lists it in the partition's replicas and offline replicas, not among the brokers:
+docs/formats/kafka.md §14.3) is written under `not_asked` with the reason and counted, not a gap: there is
 nothing to ask. Any failed send is a gap for that broker only and the rest goes on; each phase writes what it read
 even when something stops it.
 

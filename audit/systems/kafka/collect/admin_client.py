@@ -14,7 +14,7 @@ import kafka.errors as kerrors
 from kafka.admin import KafkaAdminClient
 from kafka.net.compat import KafkaNetClient
 
-_NAMES = {6: "NOT_LEADER_OR_FOLLOWER"}    # renamed from NOT_LEADER_FOR_PARTITION in Kafka 2.6 (KIP-392)
+_NAMES = {6: "NOT_LEADER_OR_FOLLOWER"}    # NOT_LEADER_FOR_PARTITION before 2.6 (docs/formats/kafka.md §14.2)
 
 
 def error_name(code: int) -> str:
@@ -59,7 +59,8 @@ def library_loggers() -> list[logging.Logger]:
 
 
 def client_config(cluster: Any, resolve: Callable[[Any], str]) -> dict:
-    """KafkaAdminClient settings of an estate entry (audit/systems/kafka/config.py KafkaCluster); SASL secrets resolved."""
+    """KafkaAdminClient settings of an estate entry (audit/systems/kafka/config.py KafkaCluster); SASL secrets
+    resolved."""
     timeout_ms = int(cluster.timeouts.request_s * 1000)
     config = {"bootstrap_servers": cluster.bootstrap_servers, "client_id": "replaudit",
               "request_timeout_ms": timeout_ms, "bootstrap_timeout_ms": 2 * timeout_ms,

@@ -11,7 +11,8 @@
         kafka-dump-log.sh output (any generation, audit/systems/kafka/formats/dump_log.py) of that broker's segments,
         stored as given under brokers/<N>/dump-log/<file name or path inside the folder given>
   --kind log-dirs-describe FILE...
-        kafka-log-dirs.sh --describe output (audit/systems/kafka/formats/log_dirs.py), under admin/log-dirs-describe/<name>
+        kafka-log-dirs.sh --describe output (audit/systems/kafka/formats/log_dirs.py), under
+        admin/log-dirs-describe/<name>
   --kind mm2-checkpoints --mirror S FILE...
   --kind mm2-offset-syncs --mirror S FILE...
         console-consumer output with MirrorMaker 2's CheckpointFormatter / OffsetSyncFormatter (including the old

@@ -18,7 +18,7 @@ segment's index with an error naming the file and the byte offset, and the scan 
 with `verify_crc` a batch whose CRC does not match is an error naming the file, its position and its base offset,
 and the scan goes on with the next batch.
 
-Partition dirs are `<topic>-<partition>` (core/.../log/LocalLog.scala parseTopicPartitionName @1eb7644349c);
+Partition dirs are `<topic>-<partition>` (docs/formats/kafka.md §4.1);
 `<topic>-<p>.<id>-future|-delete|-stray` dirs (replica moves, deletions, strays) are listed in scan.json
 `skipped`, not indexed as replicas, as is anything else that is not a partition dir.
 

@@ -27,8 +27,9 @@ only grow. With the target read at t1, the source at t2 >= t1 and the target aga
   to hold); a later target read proves nothing of the kind (D may have followed a newer U);
 - where U(t2) lands downstream minus D(t3) is a lower bound of what a failover at t3 redelivers (U(t3) >= U(t2));
   an earlier target read gives only an upper bound (D may have advanced since).
-Each read's [started, finished] instants are recorded so the audit can tell (audit/systems/kafka/transforms/mm2_state.py).
-The second target read asks the same groups and partitions as the first (committed offsets only)."""
+Each read's [started, finished] instants are recorded so the audit can tell
+(audit/systems/kafka/transforms/mm2_state.py). The second target read asks the same groups and partitions as the first
+(committed offsets only)."""
 from __future__ import annotations
 
 import base64
@@ -161,7 +162,8 @@ class GroupReader:
             self.report.gap(self.where, "consumer group list", _describe(exc))
             return []
         if result.errors:
-            self.report.gap(self.where, "consumer group list (ListGroups)", "; ".join(sorted({str(e) for e in result.errors})))
+            self.report.gap(self.where, "consumer group list (ListGroups)",
+                            "; ".join(sorted({str(e) for e in result.errors})))
         return [g.group_id for g in result.valid]
 
     def committed(self, groups: Iterable[str], partitions: list[tuple[str, int]]) -> dict:

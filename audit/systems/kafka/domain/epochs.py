@@ -1,9 +1,8 @@
 """The leader-epoch cache of one replica: (leader epoch -> epoch start offset), exactly as the broker keeps it.
 
-Source: storage/src/main/java/org/apache/kafka/storage/internals/epoch/LeaderEpochFileCache.java @1eb7644349c
-(docs/formats/kafka.md, "Leader-epoch rules"). The broker loads its `leader-epoch-checkpoint` through `assign`, so a
-cache built from checkpoint entries here is the cache the broker would hold after reading that file; the raw file's
-own invariants are `checkpoint_problems`."""
+Follows the broker's leader-epoch file cache (docs/formats/kafka.md §11, "The cache"). The broker loads its
+`leader-epoch-checkpoint` through `assign`, so a cache built from checkpoint entries here is the cache the broker would
+hold after reading that file; the raw file's own invariants are `checkpoint_problems`."""
 from __future__ import annotations
 
 import bisect

@@ -2,10 +2,9 @@
 again or never read: bounds from one upstream partition's offset syncs, the target partition's log start, and the
 task restarts the syncs show (audit/systems/kafka/domain/mm2.py judges them per group and partition).
 
-Sources read (apache/kafka @1eb7644349c): connect/mirror/.../OffsetSyncWriter.java (one pending sync per
-partition, replaced while ten are in flight; the first record of a task lifetime always asks for a sync),
-MirrorSourceTask.java (initializeConsumer: a restarted task seeks to its last committed source offset + 1),
-connect/runtime/.../WorkerSourceTask.java (source offsets committed every offset.flush.interval.ms)."""
+What MirrorMaker 2 does that these bounds rest on (docs/formats/kafka.md §12.1): one pending sync per partition,
+replaced while ten are in flight, and the first record of a task lifetime always asks for a sync; a restarted task
+seeks to its last committed source offset + 1; source offsets are committed every offset.flush.interval.ms."""
 from __future__ import annotations
 
 from typing import NamedTuple, Sequence

@@ -1,16 +1,15 @@
 """MirrorMaker 2 offset translation, sync and checkpoint emission, and the verdicts per consumer group and partition
 (what a failover to the target would do: failover.py).
 
-Sources read (apache/kafka, connect/mirror/src/main/java/org/apache/kafka/connect/mirror/):
-- OffsetSyncStore.java at tags 3.4.0 (latest sync only: `downstream + (group - upstream)`), 3.5.0 (KAFKA-14666: 64
-  exponentially spaced syncs, one demoted "oldValue"; backported to 3.4.1, whose OffsetSyncStore, MirrorSourceTask
-  and MirrorCheckpointTask translate and emit exactly as 3.5.0's: the "3.5.0" variant runs from 3.4.1), 3.5.2/3.6.0 (KAFKA-15202: replacement taken from the original
-  array) and 3.7.1/@1eb7644349c (KAFKA-15905: while reading to the end at start the store keeps every sync unless
-  the checkpoints topic could not be read);
-- MirrorSourceTask.java (3.4.0, 3.4.1, 3.5.0) / OffsetSyncWriter.java (@1eb7644349c): PartitionState.update, the sync
-  emission rule; from 3.7.0 (KAFKA-15906) the syncs not sent at once are sent at the next offset commit;
-- MirrorCheckpointTask.java (3.4.0, 3.4.1, 3.5.0, @1eb7644349c): checkpointsForGroup / checkpointIsMoreRecent;
-- connect/mirror-client/.../MirrorClient.java remoteConsumerOffsets: the last checkpoint per partition wins.
+What MirrorMaker 2 does, release by release (docs/formats/kafka.md §12 names the sources, releases and tickets):
+- OffsetSyncStore: up to 3.4.0 the latest sync only (`downstream + (group - upstream)`); from 3.4.1, 64
+  exponentially spaced syncs, one demoted "oldValue" (3.4.1 translates and emits exactly as 3.5.0: the "3.5.0"
+  variant runs from 3.4.1); from 3.5.2 replacements taken from the original array; from 3.7.1, while reading to the
+  end at start, the store keeps every sync unless the checkpoints topic could not be read;
+- the sync writer's PartitionState.update, the sync emission rule; from 3.7.0 the syncs not sent at once are sent
+  at the next offset commit;
+- MirrorCheckpointTask: checkpointsForGroup / checkpointIsMoreRecent;
+- MirrorClient.remoteConsumerOffsets: the last checkpoint per partition wins.
 
 A store replays the sync records of one upstream partition in topic order, as a MirrorCheckpointTask that starts
 now would: `load(existing)` is the start (records read before the read-to-end), `sync(...)` a record after it."""
@@ -44,7 +43,8 @@ def _version(version: str) -> tuple[int, int, int]:
 
 
 def rule_for_version(version: str) -> str:
-    """"pre-3.4.1" (KIP-382 translation) or "3.4.1+" (KAFKA-14666) for a declared Kafka / MirrorMaker 2 version."""
+    """"pre-3.4.1" (latest sync only) or "3.4.1+" (the 64-sync store) for a declared Kafka / MirrorMaker 2 version
+    (docs/formats/kafka.md §12)."""
     return "pre-3.4.1" if _version(version) < (3, 4, 1) else "3.4.1+"
 
 
@@ -119,9 +119,9 @@ class OffsetSyncStore:
             self.syncs = [new] * SYNCS_PER_PARTITION
             return
         if self.variant == "3.5.0":
-            _update_14666(syncs, new)
+            _update_keeping_one_demoted(syncs, new)
         else:
-            _update_15202(syncs, self.syncs, new)
+            _update_from_original_array(syncs, self.syncs, new)
         self.syncs = syncs
 
     def sync_for(self, index: int) -> OffsetSync:
@@ -142,8 +142,9 @@ class OffsetSyncStore:
         return found.downstream_offset + (0 if upstream_offset == found.upstream_offset else 1)
 
 
-def _update_14666(syncs: list[OffsetSync], new: OffsetSync) -> None:
-    """updateSyncArray as of 3.5.0: the most recently discarded sync may move one slot down."""
+def _update_keeping_one_demoted(syncs: list[OffsetSync], new: OffsetSync) -> None:
+    """updateSyncArray from 3.4.1 to 3.5.1: the most recently discarded sync may move one slot down
+    (docs/formats/kafka.md §12, "Store variants")."""
     replacement = new
     old_value = syncs[0]
     syncs[0] = replacement
@@ -161,8 +162,9 @@ def _update_14666(syncs: list[OffsetSync], new: OffsetSync) -> None:
         syncs[current] = replacement
 
 
-def _update_15202(syncs: list[OffsetSync], original: list[OffsetSync], new: OffsetSync) -> None:
-    """updateSyncArray from 3.5.2 (KAFKA-15202): replacements are taken from the original array in order."""
+def _update_from_original_array(syncs: list[OffsetSync], original: list[OffsetSync], new: OffsetSync) -> None:
+    """updateSyncArray from 3.5.2: replacements are taken from the original array in order (docs/formats/kafka.md
+    §12, "Store variants")."""
     replacement = new
     replacement_index = 0
     syncs[0] = replacement
@@ -190,8 +192,8 @@ def _update_15202(syncs: list[OffsetSync], original: list[OffsetSync], new: Offs
 
 
 def translate_pre_35(latest_sync: OffsetSync | tuple[int, int] | None, group_offset: int) -> int | None:
-    """KIP-382 as shipped up to 3.4: the latest sync only, dead-reckoned forward (overshoots across upstream gaps:
-    KAFKA-12468)."""
+    """The translation as shipped up to 3.4: the latest sync only, dead-reckoned forward (overshoots across
+    upstream gaps, skipped records: docs/formats/kafka.md §12)."""
     if latest_sync is None:
         return None
     upstream, downstream = (latest_sync.upstream_offset, latest_sync.downstream_offset) \

@@ -1,6 +1,6 @@
 """Per-partition verdicts: the state Spark computes for one partition -> findings and "not judged" items.
 
-Rules (docs/formats/kafka.md, "Leader-epoch rules"; checks.py has the ids):
+Rules (docs/formats/kafka.md §11; checks.py has the ids):
 - The reference replica is the metadata's leader when its log was collected. Without metadata (log dirs only) or
   without a leader (offline partition) it is the replica with the highest latest epoch, ties by the larger log end
   offset, then the smaller broker id (`reference_broker`). A leader whose log was not collected: only the
@@ -13,11 +13,9 @@ Rules (docs/formats/kafka.md, "Leader-epoch rules"; checks.py has the ids):
 - Epoch caches are compared only where both logs hold the same committed batches (above both log starts and both
   caches' first entries, below min(Δ), T and both high watermarks): compaction, retention and epochs that never got
   a record never count. Offsets below a cache's first entry are never judged by epoch (here or in the batch
-  epochs Spark counts): a follower taking the leader's log start truncates its cache from the start at once
-  (UnifiedLog.maybeIncrementLogStartOffset -> LeaderEpochFileCache.truncateFromStartAsyncFlush, called by
-  ReplicaFetcherThread.processPartitionData; core/src/main/scala/kafka/log/UnifiedLog.scala @1eb7644349c), while
-  its segments below stay on disk until the next retention check (deleteLogStartOffsetBreachedSegments) and
-  log-start-offset-checkpoint is written every log.flush.start.offset.checkpoint.interval.ms (60 s).
+  epochs Spark counts): a follower taking the leader's log start truncates its cache from the start at once,
+  while its segments below stay on disk until the next retention check and log-start-offset-checkpoint is written
+  every log.flush.start.offset.checkpoint.interval.ms (60 s) (docs/formats/kafka.md §11.1).
 - A replica whose leader-epoch-checkpoint is unknown (absent from the evidence or undecodable: `epochs` None) gets
   one "not judged" item instead of any epoch rule; where a truncation offset needs its cache (every policy but
   "high-watermark", on either side), what that offset would decide is not judged either.

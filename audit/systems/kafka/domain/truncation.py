@@ -1,20 +1,19 @@
 """Where a follower's log is cut when it starts following a leader: its divergence offset.
 
-Sources read (apache/kafka @1eb7644349c unless noted):
-- core/src/main/scala/kafka/server/AbstractFetcherThread.scala: getOffsetTruncationState (the rounds marked "not
-  complete"), truncateToHighWatermark, fetchOffsetAndTruncate (OffsetOutOfRange: cut to the leader's log end, or
-  start over at the leader's log start);
-- core/src/main/scala/kafka/cluster/Partition.scala readRecords (Fetch DivergingEpoch: `epoch < lastFetchedEpoch ||
-  endOffset < fetchOffset`) and lastOffsetForLeaderEpoch; core/src/main/scala/kafka/log/UnifiedLog.scala
-  endOffsetForEpoch (an UNDEFINED end offset is "no answer"), truncateTo (the epoch cache is cut even when the log
-  is not); ReplicaManager.initialFetchOffset (log end offset with epochs and fetch truncation, else high watermark);
-- tag 0.10.2.0 ReplicaManager.makeFollowers + ReplicaFetcherThread.handleOffsetOutOfRange: before KIP-101 a new
-  follower cuts its log at its own high watermark.
+What the broker does, as followed here (docs/formats/kafka.md §11, "Follower truncation", names the sources and
+the releases read):
+- the fetcher's truncation state (a round "not complete" asks again), truncation to the high watermark, and
+  OffsetOutOfRange (cut to the leader's log end, or start over at the leader's log start);
+- the leader's Fetch answer DivergingEpoch (`epoch < lastFetchedEpoch || endOffset < fetchOffset`) and its
+  OffsetsForLeaderEpoch answer; endOffsetForEpoch (an UNDEFINED end offset is "no answer"), truncateTo (the epoch
+  cache is cut even when the log is not); the initial fetch offset (log end offset with epochs and fetch
+  truncation, else high watermark);
+- before leader epochs (0.10.2) a new follower cuts its log at its own high watermark.
 
-Policies (`truncation_policy_for` maps a declared inter.broker.protocol.version to one):
-  "leader-epoch"          Fetch carries lastFetchedEpoch, the leader answers DivergingEpoch (IBP >= 2.7, KIP-320)
-  "leader-epoch-request"  OffsetsForLeaderEpoch v1+ before fetching (2.0 <= IBP < 2.7, KIP-279)
-  "leader-epoch-v0"       OffsetsForLeaderEpoch v0: the answer has no epoch (0.11 <= IBP < 2.0, KIP-101)
+Policies (`truncation_policy_for` maps a declared inter.broker.protocol.version to one; §11):
+  "leader-epoch"          Fetch carries lastFetchedEpoch, the leader answers DivergingEpoch (IBP >= 2.7)
+  "leader-epoch-request"  OffsetsForLeaderEpoch v1+ before fetching (2.0 <= IBP < 2.7)
+  "leader-epoch-v0"       OffsetsForLeaderEpoch v0: the answer has no epoch (0.11 <= IBP < 2.0)
   "high-watermark"        cut at the follower's own high watermark (IBP < 0.11)
 A follower with no epoch at all (empty cache: old message format) is cut at its high watermark under every policy."""
 from __future__ import annotations

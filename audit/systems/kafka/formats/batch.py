@@ -1,9 +1,8 @@
 """Record batch headers: v2 (magic 2) and the legacy magic 0/1 message sets (docs/formats/kafka.md §3).
 
-Upstream (apache/kafka @1eb7644349c): clients/.../common/record/DefaultRecordBatch.java (field offsets,
-attribute bits, CRC-32C over attributes..end), RecordBatch.java (sentinels), Records.java (LOG_OVERHEAD = 12),
-LegacyRecord.java and AbstractLegacyRecordBatch.java (magic 0/1: CRC-32 over magic..end, no leader epoch and no
-producer fields), FileLogInputStream.java (how the broker walks a segment).
+What this follows: the v2 batch's field offsets, attribute bits, sentinels, LOG_OVERHEAD = 12 and its CRC-32C over
+attributes..end (docs/formats/kafka.md §3.1); the magic 0/1 messages, CRC-32 over magic..end, with no leader epoch
+and no producer fields (§3.3); how the broker walks a segment (§4).
 
 Every batch starts with `baseOffset int64 | length int32 | ...` and has its magic byte at offset 16, whatever
 the version, so the first 17 bytes say how to read the rest. v2, big-endian:
@@ -86,7 +85,8 @@ class BatchHeader(NamedTuple):
 
     @property
     def has_delete_horizon(self) -> bool:
-        # Set by the cleaner (KIP-534): baseTimestamp then holds the delete horizon, not a record timestamp.
+        # Set by the cleaner (docs/formats/kafka.md §3.1): baseTimestamp then holds the delete horizon, not a
+        # record timestamp.
         return self.magic >= 2 and bool(self.attributes & 0x40)
 
     @property

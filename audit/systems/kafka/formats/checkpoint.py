@@ -1,8 +1,7 @@
 """Checkpoint text files: leader-epoch-checkpoint and the per-log-dir offset checkpoints (docs/formats/kafka.md §1).
 
-Upstream (apache/kafka @1eb7644349c; the same layout since 0.11): server-common/.../server/common/CheckpointFile.java
-(CheckpointReadBuffer / CheckpointWriteBuffer), storage/.../internals/checkpoint/OffsetCheckpointFile.java and
-LeaderEpochCheckpointFile.java (entry formatters, version 0).
+The broker's checkpoint reader and writer and the entry formats of the offsets and epoch files (version 0) are
+described in docs/formats/kafka.md §1; the layout is the same since 0.11.
 
 Layout: `version\\ncount\\nentry\\n...`, UTF-8, lines as BufferedReader.readLine splits them (\\n, \\r or \\r\\n).
 The reader is followed exactly: an empty file, or one holding only the version line, reads as no entries (a

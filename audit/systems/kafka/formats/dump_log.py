@@ -1,13 +1,11 @@
 """`kafka-dump-log.sh` (DumpLogSegments) output of every generation, read back into batch and record headers.
 
-Upstream: core/src/main/scala/kafka/tools/DumpLogSegments.scala, read at tags 0.8.2.2, 0.10.0.0, 0.10.1.0,
-0.11.0.0, 1.0.0, 2.0.0, 2.1.0, 2.2.0, 2.8.0, 3.0.0, 3.1.0, 3.2.0, 3.3.0, 3.5.0, 3.6.0 and 1eb7644349c. Each
-generation below is one `_Layout`; the docs (docs/formats/kafka.md, "kafka-dump-log output") list them with the
-commits that changed them. The tool prints `key:`/`payload:` text (and decoded control/metadata JSON) after the
-record fields: it is skipped, never kept. Lines are matched token by token against the known layouts, so a line
-that somebody hard-wrapped (GitHub comments, terminals) is joined back as long as the joined text still fits a
-layout. A line no layout accepts becomes an item of the file's "unparsed" list naming the line number and the
-start of the text (or a PayloadError in strict mode, which `replaudit inspect` uses)."""
+Each generation of the tool's output is one `_Layout` below; docs/formats/kafka.md §7 lists them with the releases read
+and the changes between them. The tool prints `key:`/`payload:` text (and decoded control/metadata JSON) after the
+record fields: it is skipped, never kept. Lines are matched token by token against the known layouts, so a line that
+somebody hard-wrapped (GitHub comments, terminals) is joined back as long as the joined text still fits a layout. A line
+no layout accepts becomes an item of the file's "unparsed" list naming the line number and the start of the text (or a
+PayloadError in strict mode, which `replaudit inspect` uses)."""
 from __future__ import annotations
 
 import re
@@ -55,7 +53,7 @@ _LOG = (
     _Layout("legacy record 0.11-2.1", "record", False,
             ("offset", "position", "TS", "isvalid", "keysize", "valuesize", "magic", "compresscodec", "crc"), True),
     _Layout("record 3.1+", "record", True, ("offset", "TS", "keySize", "valueSize", "sequence", "headerKeys"), True),
-    # 3.1+ prints `crc: <n>}` for a legacy record: a stray brace in the format string (b69027726ee)
+    # 3.1+ prints `crc: <n>}` for a legacy record: a stray brace in the format string (docs/formats/kafka.md §7.4)
     _Layout("legacy record 3.1+", "record", True, ("offset", "TS", "keySize", "valueSize", "isValid", "crc}"), True),
     _Layout("record 2.8-3.0", "record", True, _R28 + ("sequence", "headerKeys"), True),
     _Layout("legacy record 2.8-3.0", "record", True, _R28 + ("crc", "isvalid"), True),

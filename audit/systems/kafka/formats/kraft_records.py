@@ -1,19 +1,18 @@
 """KRaft record schemas (transcribed) and the frames around them.
 
-Upstream (apache/kafka @1eb7644349c), transcribed here, not read at run time:
-- metadata/src/main/resources/common/metadata/*.json: every metadata record (api key, valid versions, fields with
-  their versions, nullable versions, tags and defaults); api keys 6, 13 and 16 are unassigned at this commit;
-- server-common/.../serialization/AbstractApiMessageSerde.java (MetadataRecordSerde): a metadata record value is
-  `frame version uvarint (= 1; 0 is the 2.8 preview, refused) | api key uvarint | version uvarint | message`,
-  and nothing may follow the message;
-- clients/src/main/resources/common/message/{LeaderChangeMessage,SnapshotHeaderRecord,SnapshotFooterRecord,
-  KRaftVersionRecord,VotersRecord}.json, ControlRecordType.java and ControlRecordUtils.java: a raft control
-  record's key is `{version int16, type int16}` and its value the message at version 0, with no frame.
+Transcribed from Kafka's message schemas (docs/formats/kafka.md §6.2 names them and the commit read), not read at
+run time:
+- every metadata record (api key, valid versions, fields with their versions, nullable versions, tags and
+  defaults); api keys 6, 13 and 16 are unassigned;
+- a metadata record value (MetadataRecordSerde) is `frame version uvarint (= 1; 0 is the 2.8 preview, refused) |
+  api key uvarint | version uvarint | message`, and nothing may follow the message;
+- the raft control records (LeaderChangeMessage, SnapshotHeaderRecord, SnapshotFooterRecord, KRaftVersionRecord,
+  VotersRecord): a control record's key is `{version int16, type int16}` and its value the message at version 0,
+  with no frame.
 
 Field names are the schemas' names in snake case. Secrets are not carried out of the decoder: ConfigRecord values
 of non-topic resources (broker configs may be passwords; topic configs have no password type), the SCRAM salt and
-keys, and delegation token ids read as "(redacted)" (metadata/.../util/RecordRedactor.java redacts the same
-kinds)."""
+keys, and delegation token ids read as "(redacted)", the kinds Kafka's own record redactor hides (§6.2)."""
 from __future__ import annotations
 
 import struct

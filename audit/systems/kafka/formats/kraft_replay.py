@@ -1,12 +1,11 @@
 """The state a broker builds from KRaft metadata records: partitions (leader, replicas, ISR, ELR, leader and
 partition epochs), topics, broker registrations and the metadata partition's raft leader.
 
-Upstream (apache/kafka @1eb7644349c): metadata/.../image/TopicsDelta.java, TopicDelta.java and ClusterDelta.java
-(what each record does, and which records the broker refuses), metadata/.../PartitionRegistration.java (merge:
-a PartitionChangeRecord carries no epochs; naming a leader, even the same one, bumps the leader epoch by one and
-every change bumps the partition epoch by one; PartitionChangeBuilder names the current leader to force a bump),
-metadata/.../image/loader/MetadataBatchLoader.java and controller/OffsetControlManager.java (metadata
-transactions: an aborted one is reverted). Records are the dicts of kraft.decode_metadata_batch."""
+Replayed as a broker's metadata image is built (docs/formats/kafka.md §6.4): what each record does and which
+records the broker refuses; a PartitionChangeRecord carries no epochs: naming a leader, even the same one, bumps
+the leader epoch by one and every change bumps the partition epoch by one (the controller names the current leader
+to force a bump); an aborted metadata transaction is reverted. Records are the dicts of
+kraft.decode_metadata_batch."""
 from __future__ import annotations
 
 from typing import Iterable

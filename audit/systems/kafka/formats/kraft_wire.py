@@ -1,7 +1,6 @@
 """The Kafka message wire format for flexible versions, driven by transcribed schemas (kraft_records.py).
 
-Upstream (apache/kafka @1eb7644349c): generator/.../MessageDataGenerator.java and FieldSpec/Versions (what the
-generated readers and writers do), clients/.../protocol/Readable.java and Writable.java, common/Uuid.java.
+Read and written as Kafka's generated message readers and writers do (docs/formats/kafka.md §6.2).
 Integers big-endian; uuid 16 bytes; strings, bytes and arrays as `uvarint (length + 1)` then the items, 0 meaning
 null (refused where the field is not nullable in that version); every struct ends with a tagged-field section
 `uvarint count, then (tag uvarint, size uvarint, value)`. A field outside its versions is neither read nor

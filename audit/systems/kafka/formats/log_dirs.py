@@ -1,13 +1,12 @@
 """`kafka-log-dirs.sh --describe` output, and the toString of a DescribeLogDirs answer found in client logs.
 
-Upstream: core/src/main/scala/kafka/admin/LogDirsCommand.scala (tags 1.1.0 .. 3.5.0) and its Java port
-tools/src/main/java/org/apache/kafka/tools/LogDirsCommand.java (3.6.0 .. 1eb7644349c, KAFKA-14594). Both print
+The tool (docs/formats/kafka.md §8: a Scala command up to 3.5.0, a Java port from 3.6.0), in both versions, prints
 two banner lines ("Querying brokers for log directories information", "Received log directory information from
 brokers 1,2") and one JSON line `{"version":1,"brokers":[{"broker","logDirs":[{"logDir","error","partitions":
 [{"partition":"<topic>-<p>","size","offsetLag","isFuture"}]}]}]}`. The Scala version's small maps keep that key
 order; the Java port builds HashMaps, so keys come in hash order: the JSON is parsed, never read by position.
 "error" is the exception class name of an offline log dir (Errors.exceptionName() before 2.7, the
-ApiException's class name after KAFKA-10120), null otherwise. offsetLag is ReplicaManager.getLogEndOffsetLag:
+ApiException's class name from 2.7), null otherwise. offsetLag is ReplicaManager.getLogEndOffsetLag:
 max(HW - LEO, 0) for a current replica, LEO(current) - LEO(future) for a future one, -1
 (DescribeLogDirsResponse.INVALID_OFFSET_LAG) when the broker has no online local log for the partition.
 Brokers given with --broker-list that do not exist: 3.0-3.5 print `ERROR: The given brokers do not exist from

@@ -1,11 +1,7 @@
 """MirrorMaker 2 offset-sync and checkpoint records, their formatter text, and the internal topic names.
 
-Upstream (apache/kafka @1eb7644349c; 2.4.0, 3.5.0, 3.6.0 compared):
-connect/mirror/src/main/java/org/apache/kafka/connect/mirror/OffsetSync.java,
-connect/mirror-client/src/main/java/org/apache/kafka/connect/mirror/Checkpoint.java,
-connect/mirror/.../formatters/{OffsetSync,Checkpoint}Formatter.java (println of toString),
-connect/mirror-client/.../{DefaultReplicationPolicy,ReplicationPolicy}.java, and the protocol types of
-clients/.../common/protocol/types/{Type,Schema}.java.
+Docs: docs/formats/kafka.md §9 (the records §9.1, the formatters' text, a println of toString, §9.2, the topic
+names of the replication policy §9.3), with the releases compared.
 
 Both records are Kafka protocol `Struct`s: STRING = int16 length (negative or past the end is an error) + UTF-8
 (decoded as Java's String does, malformed bytes replaced), INT32/INT64 big-endian, fields in schema order,
@@ -113,7 +109,7 @@ def encode_checkpoint(cp: Checkpoint) -> tuple[bytes, bytes]:
 
 # -- formatter text (OffsetSyncFormatter / CheckpointFormatter: one toString per line) --------------------------
 _SYNC_LINE = re.compile(r"OffsetSync\{topicPartition=(.+)-(\d+), upstreamOffset=(-?\d+), downstreamOffset=(-?\d+)\}")
-# `metatadata=` is Checkpoint.toString's spelling up to 3.5 (fixed by d751c139507, first in 3.6.0)
+# `metatadata=` is Checkpoint.toString's spelling up to 3.5 (fixed in 3.6.0, docs/formats/kafka.md §9.2)
 _CHECKPOINT_HEAD = re.compile(r"Checkpoint\{consumerGroupId=(.*?), topicPartition=(.+)-(\d+), "
                               r"upstreamOffset=(-?\d+), downstreamOffset=(-?\d+), meta(?:ta)?data=")
 
@@ -198,8 +194,8 @@ def original_topic(topic: str, separator: str = ".") -> str:
 
 
 def internal_separator(separator: str, version: tuple[int, int], separator_enabled: bool = True) -> str:
-    """The separator of the internal topic names: always "." before 3.1; the configured one from 3.1 (KIP-690,
-    400d39bb0ef); from 3.6 "." again when replication.policy.internal.topic.separator.enabled=false (KIP-949)."""
+    """The separator of the internal topic names: always "." before 3.1; the configured one from 3.1; from 3.6 "."
+    again when replication.policy.internal.topic.separator.enabled=false (docs/formats/kafka.md §9.3)."""
     if version < (3, 1) or (version >= (3, 6) and not separator_enabled):
         return "."
     return separator

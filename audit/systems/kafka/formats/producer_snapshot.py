@@ -1,8 +1,7 @@
 """Producer-state snapshot files `<offset>.snapshot` in a partition dir (docs/formats/kafka.md §5).
 
-Upstream (apache/kafka @1eb7644349c): storage/.../internals/log/ProducerStateManager.java (readSnapshot,
-writeSnapshot: VERSION_OFFSET 0, CRC_OFFSET 2, PRODUCER_ENTRIES_OFFSET 6), storage/src/main/resources/message/
-ProducerSnapshot.json (validVersions 1, not flexible); 3.6.2 wrote the same bytes from a hand-built Schema.
+The broker's reader and writer (version at byte 0, CRC at byte 2, entries from byte 6; schema version 1, not
+flexible) are described in docs/formats/kafka.md §5; 3.6.2 wrote the same bytes from a hand-built Schema.
 
 Layout, big-endian: `version int16 (=1) | crc uint32 | entryCount int32 | entries`, each entry
 `producerId int64 | epoch int16 | lastSequence int32 | lastOffset int64 | offsetDelta int32 | timestamp int64 |

@@ -1,13 +1,11 @@
 """meta.properties (one per log dir) and partition.metadata (one per partition dir) (docs/formats/kafka.md §2).
 
-Upstream (apache/kafka @1eb7644349c): metadata/.../metadata/properties/MetaProperties.java (Builder(Properties)),
-MetaPropertiesVersion.java, PropertiesUtils.java (readPropertiesFile = java.util.Properties.load of the raw bytes,
-i.e. ISO-8859-1; writePropertiesFile = Properties.store(PrintWriter, "")); clients/.../common/Uuid.java
-(fromString: URL-safe base64 without padding, 16 bytes); storage/.../internals/checkpoint/PartitionMetadata.java,
-PartitionMetadataFile.java, PartitionMetadataReadBuffer.java.
+meta.properties is read the way java.util.Properties.load reads the raw bytes, i.e. ISO-8859-1, and written the
+way Properties.store(PrintWriter, "") writes it; a Uuid string is URL-safe base64 without padding, 16 bytes
+(docs/formats/kafka.md §2.1). partition.metadata: §2.2.
 
 meta.properties version 0 is the ZooKeeper-era form (`broker.id`, optional `cluster.id`); version 1 is the KRaft
-form (`node.id` and `cluster.id` required, `directory.id` since KIP-858). A cluster migrated from ZooKeeper to
+form (`node.id` and `cluster.id` required, optional `directory.id`; §2.1). A cluster migrated from ZooKeeper to
 KRaft may keep version 0 files, so `mode` names the form of the file, not how the cluster runs today."""
 from __future__ import annotations
 
@@ -195,7 +193,7 @@ def encode_meta_properties(*, version: int, cluster_id: str | None, broker_id: i
                            node_id: int | None = None, directory_id: str | None = None,
                            written_at_ms: int = 0) -> bytes:
     """MetaProperties.toProperties + Properties.store(writer, ""): an empty comment line, the date comment, then
-    the keys. JDK 18+ writes keys sorted (JDK-8231640), which is what the real fixture shows; older JDKs write
+    the keys. JDK 18+ writes keys sorted (§2.1), which is what the real fixture shows; older JDKs write
     them in hash order, which no reader depends on."""
     if version not in (0, 1):
         raise ValueError("meta.properties version is 0 or 1")

@@ -1,9 +1,7 @@
 """Records inside a v2 record batch, and the zigzag varints they are built from (docs/formats/kafka.md §3).
 
-Upstream (apache/kafka @1eb7644349c): clients/.../common/record/DefaultRecord.java (writeTo, readFrom,
-readHeaders), clients/.../common/utils/ByteUtils.java (readVarint/readVarlong/writeVarint/writeVarlong: zigzag,
-at most 5 / 10 bytes, 32/64-bit wrap-around), ControlRecordType.java and EndTransactionMarker.java (control
-record key and value).
+Followed as the broker writes and reads them (docs/formats/kafka.md §3.2): the record layout, the zigzag varints
+(at most 5 / 10 bytes, 32/64-bit wrap-around), and the control record's key and value.
 
 One record: `length varint | attributes int8 | timestampDelta varlong | offsetDelta varint | keyLength varint
 | key | valueLength varint | value | headerCount varint | headers (keyLength varint, key utf-8, valueLength

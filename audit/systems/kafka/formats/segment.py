@@ -1,9 +1,8 @@
 """Segment `.log` files read header by header, payloads skipped (docs/formats/kafka.md §4).
 
-Upstream (apache/kafka @1eb7644349c): clients/.../common/record/FileLogInputStream.java (nextBatch: offset and
-length at the start of every batch, magic at byte 16 whatever the version, minimum size = the v0 record overhead,
-a batch running past the end is not returned), FileRecords.java, storage/.../internals/log/LogSegment.java
-(recover: stops at the first invalid batch and truncates there), LogFileUtils.java (file names).
+How the broker walks a segment (docs/formats/kafka.md §4): offset and length at the start of every batch, magic
+at byte 16 whatever the version, minimum size = the v0 record overhead, a batch running past the end is not
+returned; its recovery stops at the first invalid batch and truncates there.
 
 A segment is a run of batches back to back. The scanner reads the first 61 bytes of each (a whole v2 header; a
 legacy message needs 18 or 26), seeks over the rest, and reads a batch whole only to verify its CRC. It stops at

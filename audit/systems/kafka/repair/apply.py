@@ -1,6 +1,7 @@
-"""Approved Kafka repairs (docs/repair.md): the calls of a `group_reset` plan (audit/systems/kafka/repair/plan.py), made with
-kafka-python 3.0.12's KafkaAdminClient built like the admin collector's (audit/systems/kafka/collect/admin_client.py).
-Replica and data-loss plans are carried out by hand. Upstream facts: docs/formats/kafka.md "Repair calls".
+"""Approved Kafka repairs (docs/repair.md): the calls of a `group_reset` plan (audit/systems/kafka/repair/plan.py), made
+with kafka-python 3.0.12's KafkaAdminClient built like the admin collector's
+(audit/systems/kafka/collect/admin_client.py). Replica and data-loss plans are carried out by hand. Upstream facts:
+docs/formats/kafka.md §13.
 
 One action, `alter_group_offsets`:
 - check(): DescribeGroups says the group is Empty or Dead -- what `kafka-consumer-groups.sh --reset-offsets`
@@ -88,9 +89,9 @@ def _committed(admin: KafkaAdminClient, group: str, tp: TopicPartition) -> int |
 
 
 def _group_state(admin: KafkaAdminClient, group: str) -> dict:
-    """DescribeGroups at the coordinator. It describes classic groups only: a consumer-protocol group (KIP-848)
-    is answered Dead (GroupMetadataManager.describeGroups), so a Dead answer is checked against ListGroups, which
-    lists every group type with its state (brokers >= 2.6)."""
+    """DescribeGroups at the coordinator. It describes classic groups only: a consumer-protocol group is answered
+    Dead (docs/formats/kafka.md §13), so a Dead answer is checked against ListGroups, which lists every group type
+    with its state (brokers >= 2.6)."""
     d = _call("DescribeGroups", admin.describe_groups, [group]).get(group)
     if d is None or d.get("error"):
         raise ReadFailed(f"DescribeGroups: {'no answer for the group' if d is None else d['error']}")

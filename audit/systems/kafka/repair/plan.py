@@ -153,7 +153,7 @@ def data_loss_plan(where: str, v: Mapping, ev: dict, log_dirs: Mapping[tuple, st
 
 
 def reset_command(bootstrap: str, group: str, topic: str, partition: int, offset: int) -> str:
-    """kafka-consumer-groups.sh (tools/.../consumer/group/ConsumerGroupCommand.java): --topic takes
+    """kafka-consumer-groups.sh (docs/formats/kafka.md §13): --topic takes
     `topic:partition`; --dry-run shows the result without committing it."""
     return " ".join(shlex.quote(a) for a in (
         "kafka-consumer-groups.sh", "--bootstrap-server", bootstrap, "--group", group, "--reset-offsets",

@@ -1,11 +1,11 @@
 """Kafka audit on Spark: the kafka_* tables -> Kafka's folder of findings/violations and
 metrics/kafka_partitions, metrics/kafka_replicas, metrics/kafka_mm2_failover, metrics/kafka_coverage.
 
-Partitions (state.py, replicas.py, batch_state.py): Spark computes every replica's state from its batch headers,
-epoch checkpoint and checkpointed offsets; the driver builds one PartitionState per partition and the domain
-(audit/systems/kafka/domain/partition.py) gives its findings, "not judged" items and metrics. MirrorMaker 2 (mm2_state.py):
-Spark assembles each group's offsets and the sync and checkpoint records; translation and failover bounds are
-computed per upstream partition and the domain judges the group-partitions that need it.
+Partitions (state.py, replicas.py, batch_state.py): Spark computes every replica's state from its batch headers, epoch
+checkpoint and checkpointed offsets; the driver builds one PartitionState per partition and the domain
+(audit/systems/kafka/domain/partition.py) gives its findings, "not judged" items and metrics. MirrorMaker 2
+(mm2_state.py): Spark assembles each group's offsets and the sync and checkpoint records; translation and failover
+bounds are computed per upstream partition and the domain judges the group-partitions that need it.
 
 An incident check (`request.scope` with subject patterns, docs/incident.md): only the wanted topic-partitions are
 judged (state.compute), and of MirrorMaker 2 only the group-partitions whose upstream or remote topic-partition is

@@ -3,7 +3,8 @@ Python call): the kernel state.py runs inside mapInArrow on batch rows hash-part
 
 Per replica (kafka_batches rows of one broker's copy of a partition):
 - mismatch_ranges: [from, to) offset ranges of a follower's batches, inside the window both logs hold, that its
-  reference replica does not hold identically (a batch straddling the window's start from the start on). Batches are equal when base offset, last offset and CRC are equal
+  reference replica does not hold identically (a batch straddling the window's start from the start on). Batches are
+  equal when base offset, last offset and CRC are equal
   (the CRC covers attributes..records, not the partition leader epoch: docs/formats/kafka.md §3.1).
   The window is [max(both log starts, both cleaner offsets), min(both log ends)): below a cleaner offset each
   replica compacted on its own schedule (LogCleaner rewrites batches, keeping base and last offset, so CRCs

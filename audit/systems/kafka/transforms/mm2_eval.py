@@ -1,11 +1,11 @@
 """MirrorMaker 2 translation and failover bounds for many consumer groups at once (driver, numpy).
 
-The groups of one upstream partition share its sync records, so the store (audit.systems.kafka.domain.mm2.OffsetSyncStore,
-the variant the declared version runs) is replayed once per partition and every group's offset is looked up in
-its final slots with numpy; the bounds, the checkpoint check and the failover counts are the domain's formulas
-(downstream_bounds, checkpoint_justified, failover with the target's log start and the restarts the syncs show)
-applied to arrays. tests/kafka/transforms/test_audit_mm2_eval.py checks them against the domain's per-group
-functions. Group-partitions whose numbers call for a finding are then judged by the domain itself
+The groups of one upstream partition share its sync records, so the store
+(audit.systems.kafka.domain.mm2.OffsetSyncStore, the variant the declared version runs) is replayed once per partition
+and every group's offset is looked up in its final slots with numpy; the bounds, the checkpoint check and the failover
+counts are the domain's formulas (downstream_bounds, checkpoint_justified, failover with the target's log start and the
+restarts the syncs show) applied to arrays. tests/kafka/transforms/test_audit_mm2_eval.py checks them against the
+domain's per-group functions. Group-partitions whose numbers call for a finding are then judged by the domain itself
 (evaluate_group), so findings and coverage items come from the rules, not from here."""
 from __future__ import annotations
 

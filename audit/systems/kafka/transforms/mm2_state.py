@@ -16,8 +16,8 @@ grow, so:
 - a redelivery (D below it) from U(t2) and D(t3) when the source read finished no later than the second target
   read started: U(t3) >= U(t2), so position(U(t2)) - D(t3) is a lower bound of what a failover at t3 redelivers.
   D from an earlier read gives only an upper bound (it may have advanced since).
-evaluate_group (audit/systems/kafka/domain/mm2.py) takes one target offset and one instant per side and judges a skip when
-target <= source, a redelivery when source <= target. So each group-partition is judged twice: for skips (and the
+evaluate_group (audit/systems/kafka/domain/mm2.py) takes one target offset and one instant per side and judges a skip
+when target <= source, a redelivery when source <= target. So each group-partition is judged twice: for skips (and the
 checkpoint check) with D(t1) and the first read's instants, never judging a redelivery there; for redeliveries
 with D(t3) and the second read's instants (D(t1) and its instants when a group has no second read, as in older
 documents). `judging_instants` gives each pair of reads the outer ends (the earlier read at its start, the later at

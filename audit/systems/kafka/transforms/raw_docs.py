@@ -18,7 +18,7 @@ PARTITION_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d{1,10})
 
 
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
-    """(topic, partition) of a partition dir `<topic>-<p>` (LocalLog.parseTopicPartitionName @1eb7644349c); None
+    """(topic, partition) of a partition dir `<topic>-<p>` (docs/formats/kafka.md §4.1); None
     for anything else (`-future`, `-delete`, `-stray` dirs carry a `.<uuid>` and are never indexed as replicas)."""
     m = PARTITION_DIR.match(name)
     if m is None or len(m.group("topic")) > 249 or int(m.group("partition")) > 0x7FFFFFFF:

@@ -8,10 +8,10 @@ listed); without those steps only the scan's [started, finished] is known, so th
 the end and the log at the start (the domain then proves nothing from their order). Admin metadata counts as read
 when its request finished, a ListOffsets high watermark likewise; a KRaft replay when its log dir scan started.
 
-The log start offset is what the broker loads (LogLoader @1eb7644349c: max of log-start-offset-checkpoint and the
-first segment's base offset; the checkpoint is written every minute, segments go at once). The leader-epoch cache
-is the checkpoint's entries as LeaderEpochFileCache loads them (conflicting entries dropped). The reference replica
-is the domain's (partition.reference_broker), computed here for all partitions at once; tests compare the two."""
+The log start offset is what the broker loads (docs/formats/kafka.md §11.2: max of log-start-offset-checkpoint and the
+first segment's base offset; the checkpoint is written every minute, segments go at once). The leader-epoch cache is the
+checkpoint's entries as LeaderEpochFileCache loads them (conflicting entries dropped). The reference replica is the
+domain's (partition.reference_broker), computed here for all partitions at once; tests compare the two."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -13,7 +13,8 @@ Beside each of these bodies, `<key>.read.json` says when it was read (the URL, t
 was sent and the instant the answer came, audit/systems/pulsar/formats/read_instant.py): clusters are collected minutes
 apart, and the audit orders their reads by these instants. Per cluster `broker-version.txt`
 (GET /admin/v2/brokers/version: the answering broker's version, bare text under a JSON Content-Type,
-audit/systems/pulsar/formats/broker_version.py) and `collection.json` (the CollectionReport). Bodies are stored byte for byte.
+audit/systems/pulsar/formats/broker_version.py) and `collection.json` (the CollectionReport). Bodies are stored
+byte for byte.
 
 Remote failures become CoverageGaps and the collection goes on; only a broken configuration raises (a missing
 token secret raises SecretError). Resuming: keys an earlier attempt stored are not asked for again; a stored
@@ -49,7 +50,7 @@ log = logging.getLogger(__name__)
 COLLECTION_KEY = "collection.json"
 BROKER_VERSION_KEY, BROKER_VERSION_PATH = "broker-version.txt", "/admin/v2/brokers/version"
 TOPIC_TTL = "/messageTTL?applied=true"
-# `applied` since apache/pulsar#9225 (2.8.0); a 2.7 broker ignores it and answers the topic's own TTL or 0
+# `applied` since 2.8.0; a 2.7 broker ignores it and answers the topic's own TTL or 0 (docs/formats/pulsar.md §2.14)
 APPLIED_TTL_SINCE = (2, 8, 0)
 
 
@@ -76,17 +77,17 @@ def _endpoint_missing(resp, own_reasons: str) -> bool:
 
 
 def status_endpoint_missing(resp) -> bool:
-    """GET .../replicatedSubscriptionStatus exists from Pulsar 2.10 (apache/pulsar#12891); 2.7.3-2.9 brokers
-    have only its POST (apache/pulsar#10790) and answer 405, older ones 404 from the servlet container (an HTML
-    page or no body). The broker's own 404s ("Subscription not found", "Topic not found") are JSON
+    """GET .../replicatedSubscriptionStatus exists from Pulsar 2.10; 2.7.3-2.9 brokers have only its POST and
+    answer 405, older ones 404 from the servlet container (an HTML page or no body; docs/formats/pulsar.md §2.4).
+    The broker's own 404s ("Subscription not found", "Topic not found") are JSON
     `{"reason": ...}` bodies: those stay gaps."""
     return _endpoint_missing(resp, r"subscription|topic")
 
 
 def ttl_endpoint_missing(resp) -> bool:
-    """GET .../{topic}/messageTTL exists from 2.7.0 (apache/pulsar#7738); with `topicLevelPoliciesEnabled=false`
-    (the default before 2.11, PIP-162) it answers 405 (AdminResource.checkTopicLevelPolicyEnable), older brokers
-    Jetty's 404. "Topic not found" / "Namespace does not exist" stay gaps."""
+    """GET .../{topic}/messageTTL exists from 2.7.0; with `topicLevelPoliciesEnabled=false` (the default before
+    2.11) it answers 405 (AdminResource.checkTopicLevelPolicyEnable), older brokers Jetty's 404
+    (docs/formats/pulsar.md §2.14). "Topic not found" / "Namespace does not exist" stay gaps."""
     return _endpoint_missing(resp, r"topic|namespace")
 
 
@@ -167,9 +168,10 @@ class PulsarCollector:
 
 
 def _broker_version(client: AdminClient, sink: RawSink, report: CollectionReport) -> bytes | None:
-    """The version picks the audit's PIP-33 snapshot cache rule (docs/pulsar/audit.md); without it the audit
-    assumes one and says so, so a failure is a gap, never fatal. Asked once per cluster: behind a load balancer
-    another broker may answer, which is why an estate can declare the version instead. Returns the body."""
+    """The version picks the audit's replicated-subscription snapshot cache rule (docs/pulsar/audit.md,
+    docs/formats/pulsar.md §2.6); without it the audit assumes one and says so, so a failure is a gap, never fatal.
+    Asked once per cluster: behind a load balancer another broker may answer, which is why an estate can declare the
+    version instead. Returns the body."""
     body = stored(sink, BROKER_VERSION_KEY)
     if body is not None:
         report.count("keys_resumed")

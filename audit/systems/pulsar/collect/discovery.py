@@ -1,7 +1,8 @@
 """Which persistent topics to collect: the estate's `topics` and every persistent topic of its `namespaces`.
 
 Admin REST (PersistentTopics v2):
-- GET /admin/v2/persistent/{tenant}/{namespace}              -> ["persistent://t/ns/x", "persistent://t/ns/y-partition-0", ...]
+- GET /admin/v2/persistent/{tenant}/{namespace}              -> ["persistent://t/ns/x",
+                                                                "persistent://t/ns/y-partition-0", ...]
 - GET /admin/v2/persistent/{tenant}/{namespace}/partitioned  -> ["persistent://t/ns/y", ...] (partitioned parents)
 - GET /admin/v2/persistent/{tenant}/{namespace}/{topic}/partitions -> {"partitions": n, ...} (0: not partitioned)
 A partitioned topic is expanded to `<topic>-partition-<i>`: each partition is its own managed ledger, and a

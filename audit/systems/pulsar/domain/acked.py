@@ -66,7 +66,7 @@ def acked_mask(index: PositionIndex, cursor: CursorAcks) -> np.ndarray:
 
 def ranges_below_mark_delete(cursor: CursorAcks) -> list[tuple[Position, Position]]:
     """Ranges whose lower bound is below the markDeletePosition: they hold acks at or below it, which the
-    broker should have folded into the markDeletePosition (apache/pulsar #14261, #13788). Compared on the raw
+    broker should have folded into the markDeletePosition (docs/formats/pulsar.md §2.3). Compared on the raw
     (ledger, entry) pairs, not on window keys, so a range outside the dump window is judged too."""
     m = cursor.mark_delete
     below = (cursor.lower_ledger < m.ledger_id) | (

@@ -62,7 +62,8 @@ VALIDATION_CHECKS: Mapping[str, Check] = {
 
 @dataclass(frozen=True)
 class Tolerance:
-    """How far a target may lag behind what PIP-33 would have reached before a redelivery is a finding."""
+    """How far a target may lag behind what replicated subscriptions would have reached before a redelivery is a
+    finding."""
 
     messages: int = 0
     age_s: int = 0
@@ -108,9 +109,9 @@ class PairFacts:
     redelivered: int = 0
     skipped: int = 0
     lost: int = 0
-    ahead: int = 0                 # target messages acked beyond anything PIP-33 justifies
+    ahead: int = 0                 # target messages acked beyond anything the snapshots justify
     evidence: Mapping[str, Any] = field(default_factory=dict)
-    lag: int = 0                   # of `redelivered`, those at or below what PIP-33 told the target (not by design)
+    lag: int = 0                   # of `redelivered`, those at or below what an UPDATE told the target (not by design)
     lag_age_ms: int | None = None  # how long the oldest of those has been published (None: unknown)
 
 
@@ -159,10 +160,10 @@ def pair_subject(topic: str, subscription: str, source: str, target: str) -> str
 
 
 def redelivery_beyond_tolerance(f: PairFacts, tolerance: Tolerance) -> bool:
-    """PIP-33 redelivers by design: the target follows the source one snapshot behind, so a redelivery after
-    the position PIP-33 told the target is a metric. The lag before it is a finding once it exceeds the
-    namespace's tolerance on both counts: more than `messages`, and the oldest older than `age_s` (an unknown
-    age exceeds it). Either alone can be the allowance; the default 0/0 allows no lag."""
+    """Replicated subscriptions redeliver by design (docs/formats/pulsar.md §2.6): the target follows the source one
+    snapshot behind, so a redelivery after the position an UPDATE told the target is a metric. The lag before it is a
+    finding once it exceeds the namespace's tolerance on both counts: more than `messages`, and the oldest older than
+    `age_s` (an unknown age exceeds it). Either alone can be the allowance; the default 0/0 allows no lag."""
     if f.lag <= tolerance.messages:
         return False
     return f.lag_age_ms is None or f.lag_age_ms > tolerance.age_s * 1000

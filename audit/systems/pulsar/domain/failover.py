@@ -23,8 +23,8 @@ message that should not be (L:E-1; L:-1 when E = 0), or the end of the target wi
 should be. A cursor at a position with no target message between it and P behaves exactly like one at P, so
 when the current target markDeletePosition is such a position it is kept (only markers lie between them). When
 that first message lies below the target window (a skip the window cannot place), P is not knowable from the
-dump: `fallback` (the PIP-33 expectation, where every message is acked on X) is used, else the window start,
-and `exact_known` is False. After the reset, the target messages after P that should be acked are acknowledged
+dump: `fallback` (the replicated-subscription expectation, where every message is acked on X) is used, else the window
+start, and `exact_known` is False. After the reset, the target messages after P that should be acked are acknowledged
 individually (`to_acknowledge`)."""
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ class Failover:
     to_acknowledge_count: int
     target_moves_backward: bool              # the reset moves the target cursor back (it acked too much)
     target: Window = field(repr=False, compare=False)
-    lag: int = 0                             # redelivered at or below what PIP-33 reached (`reach`): not by design
+    lag: int = 0                             # redelivered at or below `reach` (newest UPDATE applied): not by design
     lag_oldest_ms: int | None = None         # the oldest of those: its publish time (None: none, or unknown)
     unsettled: int = 0                       # X acked them between its reads around Y's: verdict depends on when
     after_source_window: int = 0             # Y's copies of messages X published after its window was read
@@ -195,8 +195,8 @@ def failover(c: Comparison, source_cursor: CursorAcks, target_cursor: CursorAcks
              source_after_acked: np.ndarray | None = None, after_known: bool = True) -> Failover:
     """`target_from` / `target_end` = the target window's bounds (dump `from`, exclusive, and `to`). The acked
     masks of the subscription's cursors may be passed in when already computed. `reach` = the target position
-    PIP-33 told the target to acknowledge up to (the newest UPDATE): redeliveries after it are PIP-33's design
-    (the target follows one snapshot behind); those at or below it are `lag`.
+    the replicated subscription told the target to acknowledge up to (the newest UPDATE): redeliveries after it are
+    by design (the target follows one snapshot behind, docs/formats/pulsar.md §2.6); those at or below it are `lag`.
     `source_cursor` is X's cursor read before the target's, `source_after` the one read after it (None: the same
     read; reads.py): X acked at least what the first acks and at most what the second acks when Y was read, so
     redeliveries count by the first, skips by the second, and what X acked between the two is `unsettled`.

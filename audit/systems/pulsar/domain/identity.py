@@ -97,7 +97,7 @@ def _ambiguous(src: tuple[np.ndarray, ...], tgt: tuple[np.ndarray, ...], n_s: in
                ) -> tuple[np.ndarray, np.ndarray]:
     """Per source / target row: its (origin, producer, sequence id) is held by messages of both windows and
     repeats in at least one of them. Such a key names no single message: a producer without deduplication
-    restarts its sequence ids (and brokers before apache/pulsar#23697 give copies no source position)."""
+    restarts its sequence ids (and older brokers give copies no source position: docs/formats/pulsar.md §2.7)."""
     amb_s, amb_t = np.zeros(n_s, dtype=bool), np.zeros(n_t, dtype=bool)
     if src[0].size == 0 or tgt[0].size == 0:
         return amb_s, amb_t

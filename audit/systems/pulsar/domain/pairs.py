@@ -77,8 +77,9 @@ def _delivered(read: CursorRead | None, remote: str) -> Callable[[Position], boo
 
 def _processed(read: CursorRead | None, side: ClusterSide, remote: str) -> Callable[[Position], bool]:
     """Whether side's replicator to `remote` had read (and so acked) a position by `read` (else by side's
-    collection read, no later): only then had side's broker handed a marker copied from `remote` to PIP-33
-    (PersistentReplicator.checkReplicatedSubscriptionMarker). No such replicator: nothing was."""
+    collection read, no later): only then had side's broker handed a marker copied from `remote` to its
+    replicated-subscriptions controller (PersistentReplicator.checkReplicatedSubscriptionMarker, docs/formats/pulsar.md
+    §2.6 step 5). No such replicator: nothing was."""
     found = [c for c in (read.cursors.values() if read is not None else ())
              if c.kind == REPLICATOR and c.remote_cluster == remote]
     c = found[0] if found else side.replicator(remote)
@@ -166,7 +167,7 @@ def pair_rows(topic: str, x: ClusterSide, y: ClusterSide, m: Match, acked, sent,
             pair, settings.thresholds.tolerance(topic)) else 0
         facts.append(pair)
         if replicated and b is not None:
-            # what a finding could rest on: skips, and redeliveries PIP-33 had told the target about (the lag)
+            # what a finding could rest on: skips, and redeliveries an UPDATE had told the target about (the lag)
             affected += (fo.unsettled if b.after is None else fo.lag if b.before is None else fo.lag + fo.skipped)
     if b is not None:
         coverage += _bracket_coverage(settings, topic, x, y, b, affected)

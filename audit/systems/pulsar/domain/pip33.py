@@ -1,4 +1,4 @@
-"""Replicated subscriptions (PIP-33, docs/formats/pulsar.md §2.6) read back from the source's marker entries.
+"""Replicated subscriptions (docs/formats/pulsar.md §2.6) read back from the source's marker entries.
 
 Expected target markDeletePosition for subscription S, source X, target Y (the "audit mapping rule"):
   1. The newest UPDATE for S naming Y that X wrote (marker 13 in X's window, not a replicated copy, or its
@@ -10,22 +10,22 @@ Expected target markDeletePosition for subscription S, source X, target Y (the "
      (marker position < S's readPosition on X; unknown readPosition = read), in read order, under the cache
      rule of X's broker version (`cache`): no UPDATE in the window means no pop handed one out, so every
      read snapshot was added before the MDP moved. s* = the cached one with the highest local_message_id
-     <= the source MDP; the expectation is s*.clusters[Y]. Before apache/pulsar#25044 only the newest N
-     survive (an older s* is gone: no expectation); later brokers keep head and tail, so an older snapshot
+     <= the source MDP; the expectation is s*.clusters[Y]. Under the older cache rule (§2.6 step 4) only the
+     newest N survive (an older s* is gone: no expectation); later brokers keep head and tail, so an older snapshot
      than the newest below the MDP can be the answer.
   3. Otherwise none (null): no snapshot applies.
-Target cursor ahead (docs/pulsar/contracts.md "Which pairs raise findings"): the source makes a PIP-33 claim
-about Y only through markers in its dump window: its own UPDATEs for S and its own SNAPSHOTs at or below the
+Target cursor ahead (docs/pulsar/contracts.md "Which pairs raise findings"): the source makes a replicated-subscription
+claim about Y only through markers in its dump window: its own UPDATEs for S and its own SNAPSHOTs at or below the
 source MDP, naming Y. Without one there is no claim (this keeps one-sided and reverse pairs quiet). With one,
 Y's markDeletePosition may justifiably reach the highest Y position among those and among the UPDATE copies
 for S naming Y that Y received (from any cluster: a third cluster's consumers move Y too). Past that, over at
 least one target message, the target's own consumers acked (target_cursor_ahead).
-What PIP-33 reached on Y (`reach`, the redelivery rule's bound): Y's broker applies an UPDATE copy from X only when
-Y's replicator back to X reads it (PersistentReplicator / GeoPersistentReplicator.replicateEntries ->
-checkReplicatedSubscriptionMarker -> PersistentTopic.receivedReplicatedSubscriptionMarker); no such replicator,
-no UPDATE applied. It acks the copy right after (asyncDelete of a replicated entry), so the copies it processed
-are the ones its cursor `pulsar.repl.X` acked (`processed`). A copy outside Y's window cannot be placed: below the
-window it told a position at or below Y's markDeletePosition anyway; after it, its processing cannot be shown."""
+What replicated subscriptions reached on Y (`reach`, the redelivery rule's bound): Y's broker applies an UPDATE copy
+from X only when Y's replicator back to X reads it (PersistentReplicator / GeoPersistentReplicator.replicateEntries ->
+checkReplicatedSubscriptionMarker -> PersistentTopic.receivedReplicatedSubscriptionMarker); no such replicator, no
+UPDATE applied. It acks the copy right after (asyncDelete of a replicated entry), so the copies it processed are the
+ones its cursor `pulsar.repl.X` acked (`processed`). A copy outside Y's window cannot be placed: below the window it
+told a position at or below Y's markDeletePosition anyway; after it, its processing cannot be shown."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -100,7 +100,7 @@ def expect_target(source_markers: Sequence[Marker], subscription: str, source: s
 
 
 def messages_ahead(target: Window, target_mdp: Position, justified: Position | None) -> int:
-    """Target messages in (justified, target MDP]: acked by the target beyond what PIP-33 explains.
+    """Target messages in (justified, target MDP]: acked by the target beyond what the snapshots explain.
     0 when nothing is visible to judge by."""
     if justified is None or target_mdp <= justified:
         return 0

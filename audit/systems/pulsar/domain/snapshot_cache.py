@@ -5,10 +5,10 @@ The dispatcher of a replicated subscription adds every SNAPSHOT marker it reads 
 the last one popped becomes the UPDATE marker. Which snapshots are still cached when the MDP moves decides what
 the target is told, and two eviction rules exist (docs/formats/pulsar.md §2.6):
 
-- NEWEST (brokers before apache/pulsar#25044): a TreeMap by position; after each add, while more than
+- NEWEST (brokers before 4.0.9 / 4.1.3): a TreeMap by position; after each add, while more than
   `replicatedSubscriptionsSnapshotMaxCachedPerSubscription` (default 10) are cached, the lowest position is
   evicted. The newest N survive; a subscription whose MDP moves rarely finds only snapshots above it.
-- SPREAD (apache/pulsar#25044 and later): a list in read order. A snapshot at or below the newest cached one
+- SPREAD (4.0.9, 4.1.3 and later; §2.6 step 4): a list in read order. A snapshot at or below the newest cached one
   means the subscription was reset: the cache is cleared first. Past the limit (at least 3), one entry that
   is neither the head nor the tail is evicted: the one whose distance to its previous entry plus its next
   entry's distance to it is smallest (ties: the lower position); its next entry inherits the sum of both
@@ -26,7 +26,7 @@ from audit.systems.pulsar.domain.positions import Position
 
 NEWEST, SPREAD = "newest", "spread"
 DEFAULT_SIZE = 10   # replicatedSubscriptionsSnapshotMaxCachedPerSubscription (ServiceConfiguration)
-# The first release of each line whose cache evicts by distance (#25044); lines after 4.1 all do.
+# The first release of each line whose cache evicts by distance (docs/formats/pulsar.md §2.6); lines after 4.1 all do.
 SPREAD_SINCE = {(4, 0): 9, (4, 1): 3}
 SPREAD_LINE = (4, 2)
 _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+|x)(?:[.\-+].*)?$")

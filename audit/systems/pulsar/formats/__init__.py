@@ -1,1 +1,2 @@
-"""Pulsar native formats: stats-internal, info-internal, stats, replicated-subscription status, per-entry admin responses, markers."""
+"""Pulsar native formats: stats-internal, info-internal, stats, replicated-subscription status, per-entry admin
+responses, markers."""

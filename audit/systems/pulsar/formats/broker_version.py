@@ -1,10 +1,10 @@
 """GET /admin/v2/brokers/version: the version of the broker that answered (docs/formats/pulsar.md §2.12).
 
-BrokersBase#version returns PulsarVersion.getVersion() as a Java String; the resource is declared
-`@Produces(application/json)` (admin/v2/Brokers.java) but Jersey writes a String entity as is, so the body is the
-bare version text (`3.0.12`, `4.1.0-SNAPSHOT`), not a JSON document, under a JSON Content-Type. pulsar-admin
-`brokers version` reads it as a String (BrokersImpl#getVersionAsync) and prints it the same way. A body quoted as a
-JSON string (a proxy or a hand-taken copy that re-encoded it) is taken too."""
+The broker's version resource returns PulsarVersion.getVersion() as a Java String; the resource is declared
+`@Produces(application/json)` but Jersey writes a String entity as is, so the body is the bare version text
+(`3.0.12`, `4.1.0-SNAPSHOT`), not a JSON document, under a JSON Content-Type. pulsar-admin `brokers version` reads
+it as a String and prints it the same way. A body quoted as a JSON string (a proxy or a hand-taken copy that
+re-encoded it) is taken too."""
 from __future__ import annotations
 
 import json

@@ -6,7 +6,7 @@ case-insensitively (proxies and HTTP/2 lower-case them). Properties come one hea
 (`X-Pulsar-PROPERTY-<key>`); a single `X-Pulsar-PROPERTY` header holding a JSON object (newer admin
 protocol) is read as well.
 
-Brokers before apache/pulsar#11443 (Pulsar 2.9.0, 2021) answer with `X-Pulsar-Message-ID`, the properties, the
+Brokers before Pulsar 2.9.0 (2021) answer with `X-Pulsar-Message-ID`, the properties, the
 publish and event times and the batch count only: no producer name, sequence id, `replicated-from`,
 `replicated-to` or `marker-type`. Producer name and sequence id are required fields of every message's metadata
 (markers included), so a newer broker always sends them: a read line with none of those headers comes from an
@@ -32,10 +32,10 @@ MESSAGE_ID, PUBLISH_TIME, PRODUCER, SEQUENCE_ID = ("X-Pulsar-Message-ID", "X-Pul
 REPLICATED_FROM, REPLICATED_TO, MARKER_TYPE = "X-Pulsar-replicated-from", "X-Pulsar-replicated-to", \
     "X-Pulsar-marker-type"
 PROPERTY_PREFIX, PROPERTIES_JSON = "X-Pulsar-PROPERTY-", "X-Pulsar-PROPERTY"
-# Headers apache/pulsar#11443 added to the per-entry response; any of them present = a broker that exposes the
-# message metadata the audit needs (origin, marker type).
+# Headers Pulsar 2.9.0 added to the per-entry response (docs/formats/pulsar.md §2.8); any of them present = a broker
+# that exposes the message metadata the audit needs (origin, marker type).
 METADATA_HEADERS = (PRODUCER, SEQUENCE_ID, REPLICATED_FROM, REPLICATED_TO, MARKER_TYPE)
-REPL_SOURCE_POSITION = "__MSG_PROP_REPL_SOURCE_POSITION"  # apache/pulsar PR #23697
+REPL_SOURCE_POSITION = "__MSG_PROP_REPL_SOURCE_POSITION"  # a copy's source position (docs/formats/pulsar.md §2.5)
 OCTET_STREAM = "application/octet-stream"
 _INT = re.compile(r"-?\d+")
 
@@ -54,7 +54,7 @@ class EntryRecord:
     marker_type: int | None
     marker: dict | None
     body_size: int
-    metadata_headers: bool = True  # False: none of METADATA_HEADERS (a broker before apache/pulsar#11443)
+    metadata_headers: bool = True  # False: none of METADATA_HEADERS (a pre-2.9 broker, docs/formats/pulsar.md §2.8)
 
     @property
     def position(self) -> Position:

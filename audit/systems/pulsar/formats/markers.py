@@ -1,5 +1,6 @@
-"""Marker payloads (docs/formats/pulsar.md §2.5): replicated-subscription markers 10..13 (PulsarMarkers.proto) and the
-transaction markers 20..22, which carry their meaning in the message metadata, not in the payload.
+"""Marker payloads (docs/formats/pulsar.md §2.5): replicated-subscription markers 10..13 (our copy of their schema is
+formats/proto/) and the transaction markers 20..22, which carry their meaning in the message metadata, not in the
+payload.
 
 `decode_marker` returns one dict shape for every type (keys absent for a type are None) so that rows of
 pulsar_entries can be filled without per-type code:

@@ -4,7 +4,7 @@
     T/namespace-message-ttl.json  GET /admin/v2/namespaces/{t}/{ns}/messageTTL (brokers without the topic-level GET)
 
 Jersey writes the Integer entity as a bare JSON number (`60`). A null entity (a namespace that sets no TTL, since
-apache/pulsar#9225, 2.8.0) is 204 No Content, stored as an empty body; `pulsar-admin ... get-message-ttl` prints
+2.8.0) is 204 No Content, stored as an empty body; `pulsar-admin ... get-message-ttl` prints
 it as `null`. Both mean "not set here", never "no TTL"."""
 from __future__ import annotations
 

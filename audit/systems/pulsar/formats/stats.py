@@ -39,7 +39,8 @@ class SubscriptionStats:
     last_mark_delete_advanced_ms: int | None
     non_contiguous_deleted_ranges: int | None
     consumers: int | None  # connected consumers: the length of `consumers` (None: the key is absent)
-    msg_out_counter: int | None  # messages dispatched; since 2.8 (#10644) it survives consumers leaving
+    # msg_out_counter: messages dispatched; since 2.8 it survives consumers leaving (docs/formats/pulsar.md §2.4)
+    msg_out_counter: int | None
     last_consumed_ms: int | None  # lastConsumedTimestamp: newest of the connected consumers', 0 when none
 
     @property
@@ -125,6 +126,7 @@ def decode_topic_stats(data: bytes, source: str) -> TopicStats:
 def topic_stats_to_json(ts: TopicStats) -> dict:
     return {"msg_rate_in": ts.msg_rate_in, "msg_rate_out": ts.msg_rate_out, "storage_size": ts.storage_size,
             "publishers": ts.publishers, "deduplication_status": ts.deduplication_status,
-            "subscriptions": {n: {k: v for k, v in vars(s).items() if k != "name"} for n, s in ts.subscriptions.items()},
+            "subscriptions": {n: {k: v for k, v in vars(s).items() if k != "name"}
+                              for n, s in ts.subscriptions.items()},
             "replication": {r: {k: v for k, v in vars(s).items() if k != "remote_cluster"}
                             for r, s in ts.replication.items()}}

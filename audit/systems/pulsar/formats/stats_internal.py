@@ -182,7 +182,8 @@ def ranges_to_json(ranges: AckRanges) -> list[list[str]]:
 
 def cursor_to_json(c: CursorStats) -> dict:
     return {"kind": c.kind, "remote_cluster": c.remote_cluster, "replicated": c.replicated,
-            "mark_delete": str(c.mark_delete), "read_position": None if c.read_position is None else str(c.read_position),
+            "mark_delete": str(c.mark_delete),
+            "read_position": None if c.read_position is None else str(c.read_position),
             "individually_deleted": ranges_to_json(c.individually_deleted), "properties": dict(c.properties),
             "state": c.state, "messages_consumed": c.messages_consumed, "active": c.active}
 

@@ -1,4 +1,5 @@
-"""The approved side of a Pulsar repair plan (audit/systems/pulsar/repair/plan.py): its calls as RepairActions, in order.
+"""The approved side of a Pulsar repair plan (audit/systems/pulsar/repair/plan.py): its calls as RepairActions, in
+order.
 
 1. `reset_cursor`: the plan's POST .../subscription/{sub}/resetcursor with its body as planned (`excluded`),
    on the estate's admin URL of the plan's cluster. Check: stats-internal shows the cursor where the audit saw
@@ -41,8 +42,8 @@ SHOWN = 20                  # positions named in a precheck that does not hold
 
 
 def _message_id_class():
-    """PulsarApi.proto's MessageIdData (proto2), the four fields the ack needs, in a private pool so it never
-    clashes with another copy of the message."""
+    """Pulsar's MessageIdData message (proto2, docs/formats/pulsar.md §2.13), the four fields the ack needs, in a
+    private pool so it never clashes with another copy of the message."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
     fd = descriptor_pb2.FileDescriptorProto(name="replaudit/pulsar/message_id.proto", package="replaudit.pulsar",

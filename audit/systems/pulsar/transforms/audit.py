@@ -148,11 +148,11 @@ def reported_versions(tables: dict[str, DataFrame]) -> dict[str, str]:
 def audit(tables: dict[str, DataFrame], *, run_id: str = "", as_of_ms: int | None = None,
           thresholds: Thresholds = Thresholds(), broker_versions: dict[str, str] | None = None,
           snapshot_cache_size: int = DEFAULT_SIZE) -> Outputs:
-    """(failover_df, snapshots_df, violations_df). `tables` maps INPUTS names to DataFrames (missing = empty);
-    a threshold left None is not checked. The message TTL a cluster's broker reported for a topic wins over the
-    estate's (domain/pulsar/ttl.py). Each source cluster's PIP-33 snapshot cache rule follows its broker
-    version: the estate's declared one (`broker_versions`, cluster -> version) over the one its admin API
-    reported (`pulsar_brokers`); a cluster with neither gets the current rule and a coverage note."""
+    """(failover_df, snapshots_df, violations_df). `tables` maps INPUTS names to DataFrames (missing = empty); a
+    threshold left None is not checked. The message TTL a cluster's broker reported for a topic wins over the estate's
+    (domain/pulsar/ttl.py). Each source cluster's replicated-subscription snapshot cache rule (docs/formats/pulsar.md
+    §2.6) follows its broker version: the estate's declared one (`broker_versions`, cluster -> version) over the one its
+    admin API reported (`pulsar_brokers`); a cluster with neither gets the current rule and a coverage note."""
     versions = {**reported_versions(tables), **dict(broker_versions or {})}
     settings = Settings(run_id, as_of_ms, thresholds, broker_versions=versions,
                         snapshot_cache_size=snapshot_cache_size)
@@ -211,4 +211,5 @@ def run(spark: SparkSession, tables_dir: str, root: str, request: AuditRequest,
     finally:
         frames.unpersist()
     return {"pulsar_failover": n[arrow.FAILOVER], "pulsar_snapshots": n[arrow.SNAPSHOTS],
-            "pulsar_coverage": n[arrow.COVERAGE], "pulsar_violations": sum(by_check.values()), "pulsar_violations_by_check": by_check}
+            "pulsar_coverage": n[arrow.COVERAGE], "pulsar_violations": sum(by_check.values()),
+            "pulsar_violations_by_check": by_check}

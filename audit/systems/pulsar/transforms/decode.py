@@ -7,9 +7,9 @@ rows tagged with their table. Tables whose name starts with "_" are partial rows
 decode becomes a `quarantine` row naming source and field; a bad dump line quarantines that line only, and its
 position (when the line says which) becomes an entry gap, since it was asked for and not read.
 
-Entry rows carry one column beyond `pulsar_entries`, `metadata_headers` (False: the broker sent none of the
-headers of apache/pulsar#11443, so the entry cannot be told marker or message, local or copy); normalize.py
-decides per topic what that means."""
+Entry rows carry one column beyond `pulsar_entries`, `metadata_headers` (False: the broker sent none of the message
+metadata headers, docs/formats/pulsar.md §2.8, so the entry cannot be told marker or message, local or copy);
+normalize.py decides per topic what that means."""
 from __future__ import annotations
 
 import json

@@ -1,19 +1,19 @@
 """Pulsar normalize on Spark: raw/pulsar/** -> the pulsar_* tables of docs/pulsar/contracts.md + quarantine rows.
 
 Every raw file (dump chunks included, 1e5+ lines per topic) is decoded in the executors by
-audit/systems/pulsar/transforms/decode.py's decode_file inside mapInArrow; the driver only lists files. Partial rows are joined
-here: topics = stats-internal + dump.json (+ the collected message TTL), subscriptions = stats (flags and consumption evidence) +
-replicatedSubscriptionStatus, cursors = every read of them (the collection's stats-internal.json and the rereads) +
-the instant of that read (its `.read.json`), and a cursor is `replicated` by its property or by its subscription's
-`isReplicated` in stats.
+audit/systems/pulsar/transforms/decode.py's decode_file inside mapInArrow; the driver only lists files. Partial rows are
+joined here: topics = stats-internal + dump.json (+ the collected message TTL), subscriptions = stats (flags and
+consumption evidence) + replicatedSubscriptionStatus, cursors = every read of them (the collection's stats-internal.json
+and the rereads) + the instant of that read (its `.read.json`), and a cursor is `replicated` by its property or by its
+subscription's `isReplicated` in stats.
 
 What cannot be judged is said, never judged (each becomes a quarantine row, which the report lists as a coverage
 gap naming cluster and topic):
 - dump chunks without their window (`dump.json`): which positions were asked for, and whether the dump is
   complete, is unknown;
-- entries an old broker served without the headers of apache/pulsar#11443 (decode.py `metadata_headers`) on a
-  topic that takes part in replication: a marker would count as a message and a replicated copy as local, so
-  those positions go to pulsar_entry_gaps instead of pulsar_entries (the window is then incomplete)."""
+- entries an old broker served without the message metadata headers (docs/formats/pulsar.md §2.8; decode.py
+  `metadata_headers`) on a topic that takes part in replication: a marker would count as a message and a replicated copy
+  as local, so those positions go to pulsar_entry_gaps instead of pulsar_entries (the window is then incomplete)."""
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
