@@ -255,7 +255,8 @@ class _Broker:
         spec = _APIS.get(api_key)
         sasl = self.state.sasl_plain is not None
         if spec is None or (api_key == 75 and not self.state.describe_topic_partitions) or \
-                (api_key in (17, 36) and not sasl) or (sasl and not conn["authenticated"] and api_key not in _BEFORE_AUTH):
+                (api_key in (17, 36) and not sasl) or \
+                (sasl and not conn["authenticated"] and api_key not in _BEFORE_AUTH):
             return None
         name, request_cls, response_cls, max_version = spec
         self.state.served[(self.broker_id, name)] += 1
@@ -594,11 +595,20 @@ class _Broker:
                 return GROUP_ID_NOT_FOUND if version >= 9 else ILLEGAL_GENERATION
             g = self.state.groups[request.group_id] = ServedGroup(state="Empty", protocol_type="")
         if g.group_type != "classic":
-            # ConsumerGroup.validateOffsetCommit: epoch -1 commits while the group has no member; otherwise the
-            # member must exist, and a modern-protocol member must use v9+ (which this server does not serve)
-            if generation < 0 and not g.members:
-                return NONE
-            return UNKNOWN_MEMBER_ID if member not in g.members else UNSUPPORTED_VERSION
+            return self._consumer_group_commit_error(g, generation, member)
+        return self._classic_group_commit_error(g, generation, member, instance)
+
+    @staticmethod
+    def _consumer_group_commit_error(g: ServedGroup, generation: int, member: str) -> int:
+        """ConsumerGroup.validateOffsetCommit: epoch -1 commits while the group has no member; otherwise the
+        member must exist, and a modern-protocol member must use v9+ (which this server does not serve)."""
+        if generation < 0 and not g.members:
+            return NONE
+        return UNKNOWN_MEMBER_ID if member not in g.members else UNSUPPORTED_VERSION
+
+    @staticmethod
+    def _classic_group_commit_error(g: ServedGroup, generation: int, member: str, instance: str | None) -> int:
+        """ClassicGroup.validateOffsetCommit."""
         if g.state == "Dead":
             return COORDINATOR_NOT_AVAILABLE
         if generation < 0 and g.state == "Empty":

@@ -138,27 +138,8 @@ def partition_truth(cluster: str, hw_policy: bool, key: tuple[str, int], view: P
         exposed = exposed_end(r)
         removed = clip(delta, t, exposed)
         lost += clip(removed, 0, ref.leo)
-        for a, b in clip(removed, ref.leo, exposed):
-            if read[r.broker].hw <= ref_read.log:
-                lost.append((a, b))
-                continue
-            latest = ref.epochs[-1][0] if ref.epochs else None
-            if latest is None:
-                continue
-            # R's cache says nothing below its first entry (a log start taken after the reference's read)
-            first = max(a, r.epochs[0][1]) if r.epochs else b
-            older_end = min(b, next((s for e, s in r.epochs if e >= latest), b))
-            if first < older_end:
-                lost.append((first, older_end))
-        # only offsets both caches describe (a cache truncated from the start ahead of the log-start checkpoint
-        # says nothing below its first entry)
-        low = max(ref.log_start, r.log_start, ref.epochs[0][1] if ref.epochs else 0, r.epochs[0][1] if r.epochs else 0)
-        high = min(delta[0][0] if delta else r.leo, t, ref.leo, exposed_end(ref), exposed)
-        if low < high:
-            n = epoch_differences(ref.epochs, r.epochs, low, high)
-            if n:
-                out.append(_finding(cluster, "kafka.epoch_lineage_mismatch", topic, partition, r.broker,
-                                    [(low, high)], n))
+        lost += _lost_past_reference_end(clip(removed, ref.leo, exposed), r, ref, read, ref_read)
+        out += _epoch_lineage_mismatch(cluster, topic, partition, ref, r, delta, t, exposed)
         out += _isr_and_lag(cluster, topic, partition, view, ref, r, read, md_read_ms, hw_read_ms, lag_max)
     lost = merge(lost)
     if lost:
@@ -168,6 +149,41 @@ def partition_truth(cluster: str, hw_policy: bool, key: tuple[str, int], view: P
         out.append(_finding(cluster, "kafka.producer_sequence_gap", topic, partition, ref_id,
                             [(gaps[0], gaps[-1] + 1)], len(gaps)))
     return out
+
+
+def _lost_past_reference_end(removed: list[Range], r: ReplicaSnap, ref: ReplicaSnap, read: dict[int, ReadAt],
+                             ref_read: ReadAt) -> list[Range]:
+    """Of the offsets R exposed as committed past the reference's log end, which the rule removes: all of them
+    when the reference was read after R's checkpoint, else those R holds in an epoch below the reference's latest."""
+    lost: list[Range] = []
+    for a, b in removed:
+        if read[r.broker].hw <= ref_read.log:
+            lost.append((a, b))
+            continue
+        latest = ref.epochs[-1][0] if ref.epochs else None
+        if latest is None:
+            continue
+        # R's cache says nothing below its first entry (a log start taken after the reference's read)
+        first = max(a, r.epochs[0][1]) if r.epochs else b
+        older_end = min(b, next((s for e, s in r.epochs if e >= latest), b))
+        if first < older_end:
+            lost.append((first, older_end))
+    return lost
+
+
+def _epoch_lineage_mismatch(cluster: str, topic: str, partition: int, ref: ReplicaSnap, r: ReplicaSnap,
+                            delta: list[Range], t: int, exposed: int) -> list[dict]:
+    """`kafka.epoch_lineage_mismatch`: offsets both replicas hold identically and committed, below R's cut, that
+    the two leader epoch caches give different epochs."""
+    # only offsets both caches describe (a cache truncated from the start ahead of the log-start checkpoint
+    # says nothing below its first entry)
+    low = max(ref.log_start, r.log_start, ref.epochs[0][1] if ref.epochs else 0, r.epochs[0][1] if r.epochs else 0)
+    high = min(delta[0][0] if delta else r.leo, t, ref.leo, exposed_end(ref), exposed)
+    if low < high:
+        n = epoch_differences(ref.epochs, r.epochs, low, high)
+        if n:
+            return [_finding(cluster, "kafka.epoch_lineage_mismatch", topic, partition, r.broker, [(low, high)], n)]
+    return []
 
 
 def _replica_checks(cluster: str, topic: str, partition: int, r: ReplicaSnap) -> list[dict]:

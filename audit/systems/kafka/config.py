@@ -181,6 +181,15 @@ class KafkaCluster(Record):
 
     @model_validator(mode="after")
     def _rules(self) -> "KafkaCluster":
+        self._check_admin_endpoint()
+        self._check_lab_block()
+        self._settle_security_protocol()
+        self._check_log_dir_brokers()
+        self._settle_mirrors()
+        return self
+
+    def _check_admin_endpoint(self) -> None:
+        """A bootstrap list with source: admin, and no admin endpoint settings with any other source."""
         if self.source == "admin" and self.bootstrap_servers is None:
             raise rule_error("a bootstrap list host:port[,...] (required for source: admin)", "nothing",
                              at=("bootstrap_servers",))
@@ -189,6 +198,9 @@ class KafkaCluster(Record):
                 if getattr(self, key) is not None:
                     raise rule_error(f"no {key} with source: {self.source} (no admin endpoint is read)",
                                      "a value" if key == "sasl" else show(getattr(self, key)), at=(key,))
+
+    def _check_lab_block(self) -> None:
+        """A lab block exactly with source: lab, which writes its own log dirs."""
         if self.source == "lab":
             if self.lab is None:
                 raise rule_error("a lab block (required for source: lab)", "nothing", at=("lab",))
@@ -196,15 +208,23 @@ class KafkaCluster(Record):
                 raise rule_error("no log_dirs with source: lab (the lab writes its own)", "a list", at=("log_dirs",))
         elif self.lab is not None:
             raise rule_error("a lab block only with source: lab", f"source {self.source!r}", at=("lab",))
+
+    def _settle_security_protocol(self) -> None:
+        """The admin endpoint's default protocol (SASL_PLAINTEXT with sasl, else PLAINTEXT); sasl needs SASL_*."""
         if self.source == "admin" and self.security_protocol is None:
             set_field(self, "security_protocol", "SASL_PLAINTEXT" if self.sasl is not None else "PLAINTEXT")
         if self.sasl is not None and not self.security_protocol.startswith("SASL_"):
             raise rule_error("security_protocol SASL_PLAINTEXT or SASL_SSL with sasl", show(self.security_protocol),
                              at=("security_protocol",))
+
+    def _check_log_dir_brokers(self) -> None:
         for i, d in enumerate(self.log_dirs):
             if self.brokers and d.broker not in self.brokers:
                 raise rule_error(f"a broker of brokers ({', '.join(map(str, self.brokers))})", show(d.broker),
                                  at=("log_dirs", i, "broker"))
+
+    def _settle_mirrors(self) -> None:
+        """Each mirror flows from another cluster; its aliases default to the clusters' names."""
         for i, m in enumerate(self.mirrors):
             if m.source_cluster == self.name:
                 raise rule_error("another cluster than this one (a mirror flows INTO this cluster)",
@@ -213,7 +233,6 @@ class KafkaCluster(Record):
                 set_field(m, "source_alias", m.source_cluster)
             if m.target_alias is None:
                 set_field(m, "target_alias", self.name)
-        return self
 
     def source_of(self, mirror: Mirror) -> "KafkaCluster | None":
         """The estate entry a mirror flows from (known once the estate loader ran check_section over the list),

@@ -89,6 +89,24 @@ def failover_scorecard(truths: list[Mapping[str, Any]], rows: Iterable[Mapping[s
         return None
     lab_sources = {t.get("cluster") for t in truths if "failover" in t}
     seed_of = {t.get("cluster"): t.get("seed") for t in truths if "failover" in t}
+    got, unexpected = _failover_rows_by_key(rows, lab_sources)
+    matched, mismatched, missing, wanted = _score_expected(truths, got)
+    for key, r in got.items():
+        if key not in wanted:
+            unexpected.append({**_item(key), **{k: r.get(k) for k in FAILOVER_COUNTS}})
+    by_seed = _outcomes_by_seed(seed_of, (("matched", matched), ("mismatched", mismatched), ("missing", missing),
+                                          ("unexpected", unexpected)))
+    return {"expected": len(wanted), "matched": len(matched), "mismatched": len(mismatched),
+            "missing": len(missing), "unexpected": len(unexpected),
+            "perfect": not (mismatched or missing or unexpected),
+            "mismatched_items": mismatched[:limit], "missing_items": missing[:limit],
+            "unexpected_items": unexpected[:limit],
+            "by_seed": {str(seed): v for seed, v in sorted(by_seed.items(), key=lambda kv: (kv[0] is None, kv[0]))}}
+
+
+def _failover_rows_by_key(rows: Iterable[Mapping[str, Any]] | None, lab_sources: set
+                          ) -> tuple[dict[tuple, Mapping[str, Any]], list[dict[str, Any]]]:
+    """(key -> the first failover row of a lab source, its duplicates as unexpected items)."""
     got: dict[tuple, Mapping[str, Any]] = {}
     unexpected = []
     for r in rows or ():
@@ -98,6 +116,13 @@ def failover_scorecard(truths: list[Mapping[str, Any]], rows: Iterable[Mapping[s
             unexpected.append({**_item(_key(r)), **{k: r.get(k) for k in FAILOVER_COUNTS}, "duplicate": True})
         else:
             got[_key(r)] = r
+    return got, unexpected
+
+
+def _score_expected(truths: list[Mapping[str, Any]], got: Mapping[tuple, Mapping[str, Any]]
+                    ) -> tuple[list[dict], list[dict], list[dict], set[tuple]]:
+    """(matched, mismatched, missing, every expected key): each ground-truth failover row against the row of its
+    key, over the SCORED counts both carry."""
     matched, mismatched, missing = [], [], []
     wanted = set()
     for t in truths:
@@ -113,25 +138,22 @@ def failover_scorecard(truths: list[Mapping[str, Any]], rows: Iterable[Mapping[s
             actual = {k: row.get(k) for k in scored}
             (matched if actual == expected else mismatched).append(
                 {**_item(key), "expected": expected, **({"got": actual} if actual != expected else {})})
-    for key, r in got.items():
-        if key not in wanted:
-            unexpected.append({**_item(key), **{k: r.get(k) for k in FAILOVER_COUNTS}})
+    return matched, mismatched, missing, wanted
+
+
+def _outcomes_by_seed(seed_of: Mapping[Any, Any], outcomes: Iterable[tuple[str, list[dict]]]
+                      ) -> dict[Any, dict[str, Any]]:
+    """lab seed -> its clusters and the count of each outcome of its source clusters' items."""
     by_seed: dict[Any, dict[str, Any]] = {}
     for c in sorted(c for c in seed_of if c):
         by_seed.setdefault(seed_of[c], {"clusters": [], **{k: 0 for k in _OUTCOMES}})["clusters"].append(c)
-    for kind, items in (("matched", matched), ("mismatched", mismatched), ("missing", missing),
-                        ("unexpected", unexpected)):
+    for kind, items in outcomes:
         for i in items:
             by_seed.setdefault(seed_of.get(i["source_cluster"]), {"clusters": [], **{k: 0 for k in _OUTCOMES}})
             by_seed[seed_of.get(i["source_cluster"])][kind] += 1
             if kind != "unexpected":
                 by_seed[seed_of.get(i["source_cluster"])]["expected"] += 1
-    return {"expected": len(wanted), "matched": len(matched), "mismatched": len(mismatched),
-            "missing": len(missing), "unexpected": len(unexpected),
-            "perfect": not (mismatched or missing or unexpected),
-            "mismatched_items": mismatched[:limit], "missing_items": missing[:limit],
-            "unexpected_items": unexpected[:limit],
-            "by_seed": {str(seed): v for seed, v in sorted(by_seed.items(), key=lambda kv: (kv[0] is None, kv[0]))}}
+    return by_seed
 
 
 _OUTCOMES = ("expected", "matched", "mismatched", "missing", "unexpected")

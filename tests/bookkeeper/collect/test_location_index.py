@@ -139,7 +139,8 @@ def test_unreadable_dirs_are_gaps_naming_the_path(tmp_path, bookie_dirs):
 
 def test_host_entry_point_then_replaudit_import(tmp_path, bookie_dirs, capsys):
     out = tmp_path / "out"
-    args = [sys.executable, "-m", "audit.systems.bookkeeper.collect.location_index", "--bookie", BOOKIE, "--out", str(out)]
+    args = [sys.executable, "-m", "audit.systems.bookkeeper.collect.location_index", "--bookie", BOOKIE,
+            "--out", str(out)]
     for d in bookie_dirs:
         args += ["--ledger-dir", str(d)]
     done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120)

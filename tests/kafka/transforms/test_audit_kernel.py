@@ -19,40 +19,13 @@ from audit.systems.kafka.transforms.state import METADATA_COLUMNS, REPLICA_COLUM
 def random_partition(rng: random.Random, pkey: int):
     """(replica rows, epoch rows, metadata row or None, batch rows) of one partition."""
     brokers = rng.sample(range(1, 8), rng.randint(1, 4))
-    n = rng.randint(0, 25)
-    common = []
-    offset, epoch = 0, 0
-    for i in range(n):
-        if rng.random() < 0.15:
-            epoch += rng.randint(1, 2)
-        size = rng.randint(1, 5)
-        common.append([offset, offset + size - 1, epoch, rng.randrange(1 << 32), 2, 7, 0, offset])
-        offset += size
+    common, epoch = _common_log(rng)
     replicas, epochs, batches = [], [], []
     for b in brokers:
-        log = [list(x) for x in common[:rng.randint(max(0, n - 4), n)]]
-        if log and rng.random() < 0.4:            # a divergent tail of other batches
-            cut = rng.randint(0, len(log) - 1)
-            start = log[cut][0]
-            log = log[:cut]
-            for _ in range(rng.randint(1, 4)):
-                size = rng.randint(1, 4)
-                log.append([start, start + size - 1, rng.randint(0, epoch + 1), rng.randrange(1 << 32), 2,
-                            rng.choice((7, 8)), 0, start + rng.choice((0, 0, 3))])
-                start += size
-        if log and rng.random() < 0.1:
-            log[0][4] = rng.choice((0, 1))           # a legacy message
-        if log and rng.random() < 0.1:
-            log[rng.randrange(len(log))][2] = epoch + 3   # an epoch no cache gives
+        log = _replica_log(rng, common, epoch)
         leo = log[-1][1] + 1 if log else 0
         lso = rng.choice((0, 0, log[len(log) // 2][0] if log else 0))
-        cache = sorted({(x[2], min(y[0] for y in log if y[2] == x[2])) for x in log if x[2] >= 0})
-        if log and rng.random() < 0.2:            # took the leader's log start: cache truncated from the start
-            moved = LeaderEpochCache(cache)
-            moved.truncate_from_start(rng.randint(log[0][0], log[-1][1]))
-            cache = list(moved.entries)
-        if rng.random() < 0.1 and len(cache) > 1:
-            cache[0], cache[1] = cache[1], cache[0]   # not increasing: the broker drops entries on load
+        cache = _epoch_cache(rng, log)
         rkey = pkey * 16 + b
         hw = rng.choice((None, leo, max(0, leo - rng.randint(0, 6)), leo + 2))
         cleaner = rng.choice((None, None, None, rng.randint(0, max(leo, 1))))
@@ -67,21 +40,84 @@ def random_partition(rng: random.Random, pkey: int):
         if epoch_file:
             epochs += [{"rkey": rkey, "entry_index": i, "epoch": e, "start_offset": s} for i, (e, s) in
                        enumerate(cache)]
-        for base, last, ple, crc, magic, pid, pep, seq in log:
-            batches.append({"pkey": pkey, "rkey": rkey, "base_offset": base, "last_offset": last,
-                            "partition_leader_epoch": ple if magic >= 2 else -1, "magic": magic, "crc": crc,
-                            "producer_id": pid if magic >= 2 and rng.random() > 0.1 else -1,
-                            "producer_epoch": pep, "base_sequence": seq,
-                            "base_timestamp": 100 + base, "max_timestamp": 100 + last,
-                            "crc_valid": rng.choice((None, True, True, False))})
-    md = None
-    if rng.random() < 0.7:
-        leader = rng.choice(brokers + [99])
-        md = {"pkey": pkey, "origin": "admin", "broker": None, "leader": leader, "leader_epoch": epoch,
-              "replicas": brokers, "isr": brokers, "error_code": 0, "high_watermark": None,
-              "offsets_error_code": None, "metadata_offset": None, "read_started_at_ms": 1,
-              "read_finished_at_ms": 2, "offsets_read_finished_at_ms": None}
-    return replicas, epochs, md, batches
+        batches += _batch_rows(rng, pkey, rkey, log)
+    return replicas, epochs, _metadata_row(rng, pkey, brokers, epoch), batches
+
+
+def _common_log(rng: random.Random) -> tuple[list[list[int]], int]:
+    """(the batches every replica starts from: [base, last, epoch, crc, magic, producer id, producer epoch,
+    base sequence], the last leader epoch)."""
+    n = rng.randint(0, 25)
+    common = []
+    offset, epoch = 0, 0
+    for i in range(n):
+        if rng.random() < 0.15:
+            epoch += rng.randint(1, 2)
+        size = rng.randint(1, 5)
+        common.append([offset, offset + size - 1, epoch, rng.randrange(1 << 32), 2, 7, 0, offset])
+        offset += size
+    return common, epoch
+
+
+def _replica_log(rng: random.Random, common: list[list[int]], epoch: int) -> list[list[int]]:
+    """One replica's batches: a prefix of the common log, maybe with a divergent tail, a legacy message, or a batch
+    in an epoch no cache gives."""
+    n = len(common)
+    log = [list(x) for x in common[:rng.randint(max(0, n - 4), n)]]
+    if log and rng.random() < 0.4:            # a divergent tail of other batches
+        log = _with_divergent_tail(rng, log, epoch)
+    if log and rng.random() < 0.1:
+        log[0][4] = rng.choice((0, 1))           # a legacy message
+    if log and rng.random() < 0.1:
+        log[rng.randrange(len(log))][2] = epoch + 3   # an epoch no cache gives
+    return log
+
+
+def _with_divergent_tail(rng: random.Random, log: list[list[int]], epoch: int) -> list[list[int]]:
+    cut = rng.randint(0, len(log) - 1)
+    start = log[cut][0]
+    log = log[:cut]
+    for _ in range(rng.randint(1, 4)):
+        size = rng.randint(1, 4)
+        log.append([start, start + size - 1, rng.randint(0, epoch + 1), rng.randrange(1 << 32), 2,
+                    rng.choice((7, 8)), 0, start + rng.choice((0, 0, 3))])
+        start += size
+    return log
+
+
+def _epoch_cache(rng: random.Random, log: list[list[int]]) -> list[tuple[int, int]]:
+    """The replica's leader epoch checkpoint: (epoch, start offset) per epoch of its log, maybe truncated from the
+    start or out of order."""
+    cache = sorted({(x[2], min(y[0] for y in log if y[2] == x[2])) for x in log if x[2] >= 0})
+    if log and rng.random() < 0.2:            # took the leader's log start: cache truncated from the start
+        moved = LeaderEpochCache(cache)
+        moved.truncate_from_start(rng.randint(log[0][0], log[-1][1]))
+        cache = list(moved.entries)
+    if rng.random() < 0.1 and len(cache) > 1:
+        cache[0], cache[1] = cache[1], cache[0]   # not increasing: the broker drops entries on load
+    return cache
+
+
+def _batch_rows(rng: random.Random, pkey: int, rkey: int, log: list[list[int]]) -> list[dict]:
+    batches = []
+    for base, last, ple, crc, magic, pid, pep, seq in log:
+        batches.append({"pkey": pkey, "rkey": rkey, "base_offset": base, "last_offset": last,
+                        "partition_leader_epoch": ple if magic >= 2 else -1, "magic": magic, "crc": crc,
+                        "producer_id": pid if magic >= 2 and rng.random() > 0.1 else -1,
+                        "producer_epoch": pep, "base_sequence": seq,
+                        "base_timestamp": 100 + base, "max_timestamp": 100 + last,
+                        "crc_valid": rng.choice((None, True, True, False))})
+    return batches
+
+
+def _metadata_row(rng: random.Random, pkey: int, brokers: list[int], epoch: int) -> dict | None:
+    if rng.random() >= 0.7:
+        return None
+    leader = rng.choice(brokers + [99])
+    return {"pkey": pkey, "origin": "admin", "broker": None, "leader": leader, "leader_epoch": epoch,
+            "replicas": brokers, "isr": brokers, "error_code": 0, "high_watermark": None,
+            "offsets_error_code": None, "metadata_offset": None, "read_started_at_ms": 1,
+            "read_finished_at_ms": 2, "offsets_read_finished_at_ms": None}
 
 
 def table(rows: list[dict], names, types: dict) -> pa.Table:
@@ -107,8 +143,7 @@ def oracle(replicas, epochs, md, batches):
     ref, _ = reference_broker(metadata, ((b, caches[b].latest_epoch, reps[b]["log_end_offset"]) for b in reps))
     out = {}
     for b, r in reps.items():
-        lso = max(r["log_start_offset"] or 0, r["first_batch_offset"] if r["first_batch_offset"] is not None
-                  else r["log_end_offset"])
+        lso = _oracle_log_start(r)
         hw = r["high_watermark"]
         exposed = lso if hw is None else max(lso, min(hw, r["log_end_offset"]))
         committed = [x for x in logs[b] if x["magic"] >= 2 and x["base_offset"] >= lso and x["last_offset"] < exposed]
@@ -116,45 +151,63 @@ def oracle(replicas, epochs, md, batches):
         violations = [] if not r["epoch_checkpoint"] else [
             x for x in committed if caches[b].epoch_for_offset(x["base_offset"]) not in (
                 None, x["partition_leader_epoch"])]
-        gaps, last_of = [], {}
-        for x in committed:
-            if x["producer_id"] < 0 or x["base_sequence"] < 0:
-                continue
-            key = (x["producer_id"], x["producer_epoch"])
-            if key in last_of:
-                p = last_of[key]
-                if x["base_sequence"] != (p["base_sequence"] + p["last_offset"] - p["base_offset"] + 1) % (1 << 31):
-                    gaps.append(x["base_offset"])
-            last_of[key] = x
+        gaps = _oracle_sequence_gaps(committed)
         ranges, producers, span = [], set(), []
         if ref is not None and b != ref:
-            rr = reps[ref]
-            rlso = max(rr["log_start_offset"] or 0, rr["first_batch_offset"] if rr["first_batch_offset"] is not None
-                       else rr["log_end_offset"])
-            lo = max(lso, rlso, r["cleaner_offset"] if r["cleaner_offset"] is not None else -1,
-                     rr["cleaner_offset"] if rr["cleaner_offset"] is not None else -1)
-            hi = min(r["log_end_offset"], rr["log_end_offset"])
-            have = {(x["base_offset"], x["last_offset"], x["crc"]) for x in logs[ref]}
-            differ = set()
-            for i, x in enumerate(logs[b]):
-                # a batch reaching into the window counts from the window's start on
-                if x["last_offset"] >= lo and x["base_offset"] < hi and \
-                        (x["base_offset"], x["last_offset"], x["crc"]) not in have:
-                    differ.add(i)
-                    start = max(x["base_offset"], lo)
-                    if ranges and ranges[-1][1] >= start:
-                        ranges[-1] = (ranges[-1][0], x["last_offset"] + 1)
-                    else:
-                        ranges.append((start, x["last_offset"] + 1))
-            for i, x in enumerate(logs[b]):
-                in_delta = i in differ or x["last_offset"] >= rr["log_end_offset"]
-                if in_delta and x["last_offset"] >= lso and x["base_offset"] < exposed:
-                    span += [x["base_timestamp"], x["max_timestamp"]]
-                    if x["producer_id"] >= 0:
-                        producers.add(x["producer_id"])
+            ranges, producers, span = _oracle_delta(r, reps[ref], logs[b], logs[ref], lso, exposed)
         out[b] = (ranges, len(violations), sorted(gaps), sorted(producers),
                   (min(span), max(span)) if span else (None, None))
     return ref, out
+
+
+def _oracle_log_start(r: dict) -> int:
+    return max(r["log_start_offset"] or 0, r["first_batch_offset"] if r["first_batch_offset"] is not None
+               else r["log_end_offset"])
+
+
+def _oracle_sequence_gaps(committed: list[dict]) -> list[int]:
+    """Base offsets of committed batches whose sequence does not follow the previous batch of the same producer
+    id and epoch."""
+    gaps, last_of = [], {}
+    for x in committed:
+        if x["producer_id"] < 0 or x["base_sequence"] < 0:
+            continue
+        key = (x["producer_id"], x["producer_epoch"])
+        if key in last_of:
+            p = last_of[key]
+            if x["base_sequence"] != (p["base_sequence"] + p["last_offset"] - p["base_offset"] + 1) % (1 << 31):
+                gaps.append(x["base_offset"])
+        last_of[key] = x
+    return gaps
+
+
+def _oracle_delta(r: dict, rr: dict, log: list[dict], ref_log: list[dict], lso: int, exposed: int):
+    """(Δ's ranges within the window both replicas describe, producer ids of Δ's exposed batches, their
+    timestamps) of replica r against the reference rr."""
+    rlso = _oracle_log_start(rr)
+    lo = max(lso, rlso, r["cleaner_offset"] if r["cleaner_offset"] is not None else -1,
+             rr["cleaner_offset"] if rr["cleaner_offset"] is not None else -1)
+    hi = min(r["log_end_offset"], rr["log_end_offset"])
+    have = {(x["base_offset"], x["last_offset"], x["crc"]) for x in ref_log}
+    ranges, producers, span = [], set(), []
+    differ = set()
+    for i, x in enumerate(log):
+        # a batch reaching into the window counts from the window's start on
+        if x["last_offset"] >= lo and x["base_offset"] < hi and \
+                (x["base_offset"], x["last_offset"], x["crc"]) not in have:
+            differ.add(i)
+            start = max(x["base_offset"], lo)
+            if ranges and ranges[-1][1] >= start:
+                ranges[-1] = (ranges[-1][0], x["last_offset"] + 1)
+            else:
+                ranges.append((start, x["last_offset"] + 1))
+    for i, x in enumerate(log):
+        in_delta = i in differ or x["last_offset"] >= rr["log_end_offset"]
+        if in_delta and x["last_offset"] >= lso and x["base_offset"] < exposed:
+            span += [x["base_timestamp"], x["max_timestamp"]]
+            if x["producer_id"] >= 0:
+                producers.add(x["producer_id"])
+    return ranges, producers, span
 
 
 @pytest.mark.parametrize("seed", range(25))

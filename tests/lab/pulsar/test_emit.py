@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -57,10 +56,8 @@ def test_same_seed_same_bytes_other_seed_other_world():
     assert emit_all({"seed": 4, "messages": 40})["east"] != a["east"]
 
 
-def test_default_world_builds_and_emits_every_cluster_quickly():
-    start = time.perf_counter()
+def test_default_world_builds_and_emits_every_cluster():
     payloads = emit_all({"seed": 11})
-    assert time.perf_counter() - start < 5.0  # about a second on a laptop
     assert sorted(payloads) == ["east", "south", "west"]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.cli.main import EXIT_CLEAN, EXIT_INCOMPLETE, EXIT_VIOLATIONS, main
+from audit.cli.main import EXIT_CLEAN, EXIT_VIOLATIONS, main
 from audit.systems.pulsar.formats.entry import encode_entry_line
 from audit.systems.pulsar.formats.read_instant import encode_read_instant
 

@@ -60,7 +60,8 @@ def cursors(draw, positions):
     return CursorAcks.of(mdp, pairs, read)
 
 
-def oracle(xs, ys, cx: CursorAcks, cy: CursorAcks, end, x_sent: set, y_sent: set, y_from):
+def oracle(xs, ys, cx: CursorAcks, cy: CursorAcks, end, x_sent: set, y_sent: set, y_from):  # noqa: C901
+    # one straight per-message simulation, kept in one piece: it shares no structure with the range arithmetic it checks
     P = lambda r: Position(*map(int, r["pos"].split(":")))  # noqa: E731
 
     def origin(rec, cluster):

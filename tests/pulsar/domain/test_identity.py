@@ -1,7 +1,6 @@
 """Message identity across clusters: origin position, producer+sequence fallback, third clusters, markers."""
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -136,13 +135,10 @@ def _bulk(n: int, codes: Codes, with_property: bool) -> tuple[Window, Window]:
 
 
 @pytest.mark.parametrize("with_property", [True, False], ids=["by-position", "by-sequence"])
-def test_bulk_match_is_fast_and_exact(with_property):
-    x, y = _bulk(100_000, Codes(), with_property)
-    t0 = time.perf_counter()
+def test_bulk_match_is_exact(with_property):
+    x, y = _bulk(100_000, Codes(), with_property)   # its speed: bench/pulsar (make bench)
     m = match(x, y)
-    elapsed = time.perf_counter() - t0
     assert m.compared == 100_000 and m.only_on_source == 0 and m.only_on_target == 0
     # y's i-th entry is a copy of x's order[i]-th entry.
     assert np.array_equal(x.ledger[m.target_source] * 5000 + x.entry[m.target_source] - 500_000,
                           y.sequence)
-    assert elapsed < 2.0, f"matching 1e5 messages took {elapsed:.2f} s"

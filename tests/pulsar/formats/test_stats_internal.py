@@ -121,7 +121,8 @@ def test_real_04_second_fragment_ranges_as_a_cursor():
     text = (REAL / "pulsar-stats-internal-04.fragment.txt").read_text()
     tail = "".join(text.split("```json")[2].split())  # the thread wrapped one range over two lines
     complete = tail[tail.index("("): tail.rindex("]") + 1]  # cut-off at both ends: keep whole ranges
-    c = cursor_stats("sub", {"markDeletePosition": "1739559:3274", "individuallyDeletedMessages": f"[{complete}]"}, "04")
+    c = cursor_stats("sub", {"markDeletePosition": "1739559:3274", "individuallyDeletedMessages": f"[{complete}]"},
+                     "04")
     assert len(c.individually_deleted) == complete.count("(") == 45  # no two touch: every gap is a hole
     assert c.individually_deleted.ranges[0] == (Position(1739559, 3274), Position(1739559, 3276))
     assert Position(1739559, 3277) not in c.individually_deleted  # a hole between (..3276] and (3277..]
@@ -141,7 +142,8 @@ def test_real_08_in_a_shell_transcript():
     text = (REAL / "pulsar-stats-internal-08.txt").read_text()
     body = re.search(r"^\{.*?^\}", text, re.S | re.M).group(0)
     si = decode_stats_internal(body.encode(), "08")
-    assert (si.last_confirmed_entry, si.ledgers, dict(si.cursors)) == (Position(0, 8), (LedgerInfo(0, 0, 0, False),), {})
+    assert (si.last_confirmed_entry, si.ledgers, dict(si.cursors)) == (Position(0, 8), (LedgerInfo(0, 0, 0, False),),
+                                                                        {})
     assert si.open_ledger_id == 0 and si.current_ledger_entries == 9
 
 

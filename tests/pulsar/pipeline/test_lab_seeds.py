@@ -26,7 +26,8 @@ def test_twenty_pulsar_worlds_score_exact_seed_by_seed(tmp_path, capsys):
     # the worlds' faults were found: the skip/loss of consumers on both sides, the lag of a standby reset behind the
     # UPDATEs it had applied, the one-way subscription, the disconnected replicators, the snapshots that time out
     for check in ("pulsar.failover_skip", "pulsar.failover_loss", "pulsar.failover_redelivery",
-                  "pulsar.replicated_subscription_one_way", "pulsar.replicator_disconnected", "pulsar.snapshot_timeout"):
+                  "pulsar.replicated_subscription_one_way", "pulsar.replicator_disconnected",
+                  "pulsar.snapshot_timeout"):
         assert lab["by_check"][check]["detected"] == lab["by_check"][check]["injected"] > 0, check
     assert lab["by_check"]["pulsar.replicator_disconnected"]["detected"] == 40   # two per world
     assert code == EXIT_CLEAN

@@ -24,7 +24,8 @@ KEY = "raw/pulsar/east/topics/t/ttl/x/"
     ("namespace-message-ttl.json", b"null", []),    # pulsar-admin's print of it
 ])
 def test_decode(name, body, rows):
-    got = [(table, {k: v for k, v in row.items() if k.endswith("ttl_s")}) for table, row in decode_file(KEY + name, body)]
+    got = [(table, {k: v for k, v in row.items() if k.endswith("ttl_s")})
+           for table, row in decode_file(KEY + name, body)]
     assert got == rows
 
 

@@ -178,7 +178,8 @@ def test_entries(out):
 
 
 def test_entry_gaps(out):
-    got = sorted((r["ledger_id"], r["entry_id"], r["status"], r["error"].split(":")[0]) for r in out[1]["pulsar_entry_gaps"])
+    got = sorted((r["ledger_id"], r["entry_id"], r["status"], r["error"].split(":")[0])
+                 for r in out[1]["pulsar_entry_gaps"])
     assert got == [(5, 3, 404, "404 Entry not found"), (5, 4, 200, "undecodable line"),
                    (8, 2, 0, "no line in the dump chunk")]
 
@@ -190,8 +191,9 @@ def test_replication_and_subscriptions(out):
     assert T.SUBSCRIPTIONS.fieldNames() == [
         "cluster", "topic", "subscription", "is_replicated", "is_durable", "replicated_status", "consumers",
         "msg_out_counter", "last_consumed_ms", "consumed_here", "source_key"]
-    got = {r["subscription"]: (r["is_replicated"], r["is_durable"], r["replicated_status"] and dict(r["replicated_status"]),
-                               r["source_key"]) for r in out[1]["pulsar_subscriptions"]}
+    got = {r["subscription"]: (r["is_replicated"], r["is_durable"],
+                               r["replicated_status"] and dict(r["replicated_status"]), r["source_key"])
+           for r in out[1]["pulsar_subscriptions"]}
     assert got == {"orders sub": (True, True, {ORDERS: True}, E + "orders/stats.json"),
                    "plain": (True, True, None, E + "orders/stats.json"),
                    "drained": (True, True, None, E + "orders/stats.json"),
@@ -236,12 +238,14 @@ def test_quarantine_keeps_bookkeeper_rows_and_names_source_and_field(out):
             "stats-internal ledgers), got position 77:0 -- a position from a different topic")
     assert reasons[E + "orders/stats.json.read.json"] == (
         E + "orders/stats.json.read.json: field answered_at_ms: expected at or after requested_at_ms (5), got 4")
-    assert counts["quarantine"] == 9 and counts["pulsar_entries"] == 4   # Pulsar's own quarantine rows and counts["pulsar_topics"] == 3
+    # Pulsar's own quarantine rows
+    assert counts["quarantine"] == 9 and counts["pulsar_entries"] == 4 and counts["pulsar_topics"] == 3
 
 
 def test_no_pulsar_raw_data_still_writes_every_table_and_replaces_old_pulsar_rows(spark, tmp_path):
     (tmp_path / "raw" / "bookkeeper").mkdir(parents=True)
-    old = [("bookkeeper", "bk-a", "raw/bookkeeper/bk-a/x", "k", "bad"), ("pulsar", "east", "raw/pulsar/east/y", "k", "old")]
+    old = [("bookkeeper", "bk-a", "raw/bookkeeper/bk-a/x", "k", "bad"),
+           ("pulsar", "east", "raw/pulsar/east/y", "k", "old")]
     for system in ("bookkeeper", "pulsar"):
         spark.createDataFrame([r for r in old if r[0] == system], T.QUARANTINE).write.parquet(
             str(tmp_path / "tables" / "quarantine" / f"system={system}"))
@@ -276,7 +280,8 @@ def test_chunk_key_repeated_line_and_window_mismatch():
     stray = _decode(E + "orders/dump/5/0-0.jsonl", encode_entry_line(6, 0))
     assert [t for t, _ in stray] == ["quarantine", "quarantine", "pulsar_entry_gaps"]
     assert "field ledger_id/entry_id: expected a position in 5:0..5:0" in stray[0][1]["reason"]
-    window = _decode(E + "orders/dump.json", json.dumps({"topic": "persistent://t/ns/other", "complete": True}).encode())
+    window = _decode(E + "orders/dump.json",
+                     json.dumps({"topic": "persistent://t/ns/other", "complete": True}).encode())
     assert window[0][0] == "quarantine" and "field topic" in window[0][1]["reason"]
 
 

@@ -97,6 +97,52 @@ def _keep_for_probes(md: Any, kept: dict[int, Any], names: dict[str, str]) -> No
         kept[md.ledger_id] = dataclasses.replace(md, segments=segments, custom_metadata={})
 
 
+class _LedgerEnsembles:
+    """What the decoded ledger metadata tells the rest of the collection: which ledgers each ensemble bookie is
+    asked about, the CLOSED ledgers read probes need, and each ledger's znode path (for the deleted recheck)."""
+
+    def __init__(self, report: CollectionReport):
+        self.report = report
+        self.ledgers_by_bookie: dict[str, set[int]] = defaultdict(set)
+        self.closed: dict[int, Any] = {}      # ledger id -> LedgerMetadata, for read probes
+        self.bookie_names: dict[str, str] = {}
+        self.paths: dict[int, str] = {}       # ledger id -> znode path below the ledgers root
+        self.ledgers_read: set[int] = set()   # every ledger whose metadata was decoded
+
+    def learn(self, md: Any, ledger_id: int, znode_path: str | None = None) -> None:
+        """One decoded ledger: every bookie of every ensemble is asked about `ledger_id`."""
+        self.report.count("ledgers_decoded")
+        self.ledgers_read.add(md.ledger_id)
+        _keep_for_probes(md, self.closed, self.bookie_names)
+        if znode_path is not None:
+            self.paths[ledger_id] = znode_path
+        for seg in md.segments:
+            for bookie in seg.ensemble:
+                self.ledgers_by_bookie[bookie].add(ledger_id)
+
+    def learn_znode(self, s: BookKeeperClusterSettings, znode: zk_metadata.LedgerZnode, redacted: bytes) -> None:
+        from audit.systems.bookkeeper.formats.ledger_metadata import decode_znode
+
+        source = f"zookeeper://{s.zk_hosts}{s.ledgers_root.rstrip('/')}/{znode.path}"
+        try:
+            md = decode_znode(redacted, source, znode.ledger_id)
+        except (PayloadError, ValueError) as e:
+            self.report.count("ledgers_without_ensembles")
+            self.report.gap(source, "ledger ensembles (metadata stored, bookies not asked)", str(e))
+            return
+        self.learn(md, znode.ledger_id, znode.path)
+
+    def learn_admin(self, md: Any) -> None:  # already decoded (and redacted) by admin_http
+        self.learn(md, md.ledger_id)
+
+
+def _zk_auth(s: BookKeeperClusterSettings, secrets: SecretResolver) -> list[tuple[str, Any]] | None:
+    if s.zk_digest_auth is None:
+        return None
+    # A missing secret is a configuration error: raise (the SecretError names the reference).
+    return [("digest", secrets.resolve(s.zk_digest_auth))]
+
+
 class BookKeeperCollector:
     system = "bookkeeper"
 
@@ -108,75 +154,56 @@ class BookKeeperCollector:
     def collect(self, cluster_cfg: Any, sink: RawSink, secrets: SecretResolver) -> CollectionReport:
         s = parse_cluster(cluster_cfg)
         report = CollectionReport(self.system, s.name)
-        ledgers_by_bookie: dict[str, set[int]] = defaultdict(set)
-        closed: dict[int, Any] = {}      # ledger id -> LedgerMetadata, for read probes
-        bookie_names: dict[str, str] = {}
-        paths: dict[int, str] = {}       # ledger id -> znode path below the ledgers root
-        ledgers_read: set[int] = set()   # every ledger whose metadata was decoded
-
-        def learn_ensembles(znode: zk_metadata.LedgerZnode, redacted: bytes) -> None:
-            from audit.systems.bookkeeper.formats.ledger_metadata import decode_znode
-
-            source = f"zookeeper://{s.zk_hosts}{s.ledgers_root.rstrip('/')}/{znode.path}"
-            try:
-                md = decode_znode(redacted, source, znode.ledger_id)
-            except (PayloadError, ValueError) as e:
-                report.count("ledgers_without_ensembles")
-                report.gap(source, "ledger ensembles (metadata stored, bookies not asked)", str(e))
-                return
-            report.count("ledgers_decoded")
-            ledgers_read.add(md.ledger_id)
-            _keep_for_probes(md, closed, bookie_names)
-            paths[znode.ledger_id] = znode.path
-            for seg in md.segments:
-                for bookie in seg.ensemble:
-                    ledgers_by_bookie[bookie].add(znode.ledger_id)
-
-        auth_data = None
-        if s.zk_digest_auth is not None:
-            # A missing secret is a configuration error: raise (the SecretError names the reference).
-            auth_data = [("digest", secrets.resolve(s.zk_digest_auth))]
+        known = _LedgerEnsembles(report)
+        auth_data = _zk_auth(s, secrets)
         if s.racks:
             sink.put(RACKS_KEY, json.dumps(dict(s.racks), indent=2, sort_keys=True).encode())
-        if s.source == "admin_http":
-            def learn_admin_ensembles(md: Any) -> None:  # already decoded (and redacted) by admin_http
-                report.count("ledgers_decoded")
-                ledgers_read.add(md.ledger_id)
-                _keep_for_probes(md, closed, bookie_names)
-                for seg in md.segments:
-                    for bookie in seg.ensemble:
-                        ledgers_by_bookie[bookie].add(md.ledger_id)
-
-            report.merge(admin_http.collect_ledger_metadata_http(
-                s.admin_url, sink, connect_timeout_s=s.bookie.connect_timeout_s,
-                request_timeout_s=s.bookie.request_timeout_s, cluster=s.name, on_ledger=learn_admin_ensembles,
-                wants=self.wants))
-        else:
-            zk_report, _ = zk_metadata.collect_ledger_metadata(
-                s.zk_hosts, s.ledgers_root, sink, s.zk_timeout_s, cluster=s.name, auth_data=auth_data,
-                on_ledger=learn_ensembles, wants=self.wants)
-            report.merge(zk_report)
+        self._read_ledger_metadata(s, sink, auth_data, known, report)
         watch = HoldsNothingWatch(sink)   # which ledgers some bookie holds nothing of (deleted.py)
-        index_members: dict[str, set[int]] = {}
-        # Bookies whose locations index is read on this host are not asked (location_index.py).
-        for bookie, ledger_dirs in sorted(s.location_index.items()):
-            index_members[bookie] = ledgers_by_bookie.pop(bookie, set())
-            # scoped: the ledgers asked for only (those whose metadata was read), not the whole inventory
-            asked = sorted(ledgers_read) if self.wants is not None else None
-            report.merge(_read_location_index(bookie, ledger_dirs, watch, s.name, asked))
-
-        async def probe_unsupported(bookie: str, ledger_ids: list[int], reason: str) -> CollectionReport:
-            return await read_probe.probe_bookie_async(bookie, ledger_ids, closed, watch, config=s.read_probe,
-                                                       addresses=s.bookie_addresses, cluster=s.name, reason=reason)
-
-        report.merge(collect_entries_of_ledgers(ledgers_by_bookie, watch, addresses=s.bookie_addresses,
-                                                config=s.bookie, cluster=s.name, probe_unsupported=probe_unsupported))
+        index_members = self._read_location_indexes(s, watch, known, report)
+        _ask_ensemble_bookies(s, watch, known, report)
         if s.source == "zookeeper":
-            _recheck_deleted(s, auth_data, paths, watch.candidates(index_members), sink, report)
+            _recheck_deleted(s, auth_data, known.paths, watch.candidates(index_members), sink, report)
         # Error texts come from remote systems and exceptions: scrub every resolved secret before storing.
         report.gaps = [CoverageGap(secrets.redact(g.source), g.what, secrets.redact(g.error)) for g in report.gaps]
         sink.put(COLLECTION_KEY, report.to_json().encode())
         return report
+
+    def _read_ledger_metadata(self, s: BookKeeperClusterSettings, sink: RawSink, auth_data,
+                              known: _LedgerEnsembles, report: CollectionReport) -> None:
+        if s.source == "admin_http":
+            report.merge(admin_http.collect_ledger_metadata_http(
+                s.admin_url, sink, connect_timeout_s=s.bookie.connect_timeout_s,
+                request_timeout_s=s.bookie.request_timeout_s, cluster=s.name, on_ledger=known.learn_admin,
+                wants=self.wants))
+        else:
+            zk_report, _ = zk_metadata.collect_ledger_metadata(
+                s.zk_hosts, s.ledgers_root, sink, s.zk_timeout_s, cluster=s.name, auth_data=auth_data,
+                on_ledger=lambda znode, redacted: known.learn_znode(s, znode, redacted), wants=self.wants)
+            report.merge(zk_report)
+
+    def _read_location_indexes(self, s: BookKeeperClusterSettings, watch: HoldsNothingWatch,
+                               known: _LedgerEnsembles, report: CollectionReport) -> dict[str, set[int]]:
+        """bookie -> the ledgers metadata places on it, for each bookie whose index is read instead of asked."""
+        index_members: dict[str, set[int]] = {}
+        # Bookies whose locations index is read on this host are not asked (location_index.py).
+        for bookie, ledger_dirs in sorted(s.location_index.items()):
+            index_members[bookie] = known.ledgers_by_bookie.pop(bookie, set())
+            # scoped: the ledgers asked for only (those whose metadata was read), not the whole inventory
+            asked = sorted(known.ledgers_read) if self.wants is not None else None
+            report.merge(_read_location_index(bookie, ledger_dirs, watch, s.name, asked))
+        return index_members
+
+
+def _ask_ensemble_bookies(s: BookKeeperClusterSettings, watch: HoldsNothingWatch, known: _LedgerEnsembles,
+                          report: CollectionReport) -> None:
+    """Each remaining ensemble bookie's entry list, with read probes where it cannot give one."""
+    async def probe_unsupported(bookie: str, ledger_ids: list[int], reason: str) -> CollectionReport:
+        return await read_probe.probe_bookie_async(bookie, ledger_ids, known.closed, watch, config=s.read_probe,
+                                                   addresses=s.bookie_addresses, cluster=s.name, reason=reason)
+
+    report.merge(collect_entries_of_ledgers(known.ledgers_by_bookie, watch, addresses=s.bookie_addresses,
+                                            config=s.bookie, cluster=s.name, probe_unsupported=probe_unsupported))
 
 
 def _recheck_deleted(s: BookKeeperClusterSettings, auth_data, paths: dict[int, str], candidates: set[int],

@@ -150,16 +150,39 @@ def _blocking_problem(md: LedgerMetadata) -> str | None:
 def audit_ledger(md: LedgerMetadata, availability: Mapping[str, BookieAnswer],
                  max_ranges: int = DEFAULT_MAX_RANGES) -> LedgerVerdict:
     """ReplicasCheck of one ledger. Bookies missing from `availability` count as unavailable."""
-    if md.state != CLOSED:
-        return _not_audited(md, f"state {md.state}: only CLOSED ledgers are checked")
-    if md.last_entry_id < 0:
-        return _not_audited(md, f"CLOSED with lastEntryId {md.last_entry_id}: no entries")
-    problem = _blocking_problem(md)
-    if problem:
-        return _not_audited(md, problem)
+    reason = _why_not_audited(md)
+    if reason:
+        return _not_audited(md, reason)
 
     if _all_exact(md, availability):
         return LedgerVerdict(md.ledger_id, md.state, True, None, md.last_entry_id + 1, md.write_quorum_size)
+    held, unavailable = _holdings_by_bookie(md, availability)
+    acc = _LedgerAcc()
+    for seg, first, last in md.segment_bounds():
+        first = max(first, 0)
+        if last < first:
+            continue  # empty segment expects nothing
+        _note_unanswered_bookies(seg.ensemble, held, availability, unavailable)
+        _SegmentAudit(md, seg.ensemble, first, last, held, acc, max_ranges).run()
+    return LedgerVerdict(
+        md.ledger_id, md.state, True, None, md.last_entry_id + 1,
+        md.write_quorum_size - acc.max_missing, acc.lost, acc.below_ack, acc.below_write,
+        tuple(sorted(unavailable.items())), tuple(acc.fragments), tuple(acc.outside), tuple(acc.wrong),
+        acc.wrong_entries)
+
+
+def _why_not_audited(md: LedgerMetadata) -> str | None:
+    """Why ReplicasCheck skips the ledger: not CLOSED, no entries, or metadata it cannot place entries by."""
+    if md.state != CLOSED:
+        return f"state {md.state}: only CLOSED ledgers are checked"
+    if md.last_entry_id < 0:
+        return f"CLOSED with lastEntryId {md.last_entry_id}: no entries"
+    return _blocking_problem(md)
+
+
+def _holdings_by_bookie(md: LedgerMetadata, availability: Mapping[str, BookieAnswer]
+                        ) -> tuple[dict[str, HeldSet], dict[str, str]]:
+    """(bookie -> the entries it holds of the ledger, bookie -> why its holdings are unknown) from the answers."""
     held: dict[str, HeldSet] = {}
     unavailable: dict[str, str] = {}
     for bookie, answer in availability.items():
@@ -173,21 +196,16 @@ def audit_ledger(md: LedgerMetadata, availability: Mapping[str, BookieAnswer],
             held[bookie] = HeldSet(holdings_from_groups(answer.groups))
         elif answer.status == NO_SUCH_LEDGER:
             held[bookie] = HeldSet([])  # the bookie has no trace of the ledger: it holds nothing
-    acc = _LedgerAcc()
-    for seg, first, last in md.segment_bounds():
-        first = max(first, 0)
-        if last < first:
-            continue  # empty segment expects nothing
-        for b in seg.ensemble:
-            if b not in held:
-                answer = availability.get(b)
-                unavailable.setdefault(b, (answer.error or answer.status) if answer else NO_ANSWER)
-        _SegmentAudit(md, seg.ensemble, first, last, held, acc, max_ranges).run()
-    return LedgerVerdict(
-        md.ledger_id, md.state, True, None, md.last_entry_id + 1,
-        md.write_quorum_size - acc.max_missing, acc.lost, acc.below_ack, acc.below_write,
-        tuple(sorted(unavailable.items())), tuple(acc.fragments), tuple(acc.outside), tuple(acc.wrong),
-        acc.wrong_entries)
+    return held, unavailable
+
+
+def _note_unanswered_bookies(ensemble: Sequence[str], held: Mapping[str, HeldSet],
+                             availability: Mapping[str, BookieAnswer], unavailable: dict[str, str]) -> None:
+    """Ensemble bookies whose holdings are unknown, with their error (the first one noted is kept)."""
+    for b in ensemble:
+        if b not in held:
+            answer = availability.get(b)
+            unavailable.setdefault(b, (answer.error or answer.status) if answer else NO_ANSWER)
 
 
 def _all_exact(md: LedgerMetadata, availability: Mapping[str, BookieAnswer]) -> bool:
@@ -199,17 +217,10 @@ def _all_exact(md: LedgerMetadata, availability: Mapping[str, BookieAnswer]) -> 
     (an unavailable bookie, a repeated bookie, another stride, strays) returns False and takes the
     general path, which gives the same answer for the cases accepted here."""
     E, Qw = md.ensemble_size, md.write_quorum_size
-    zones: dict[str, list[tuple[int, int, int]]] = {}
-    want: dict[str, int] = {}
-    for seg, first, last in md.segment_bounds():
-        first = max(first, 0)
-        if last < first:
-            continue
-        if len(set(seg.ensemble)) != E:
-            return False
-        for i, b in enumerate(seg.ensemble):
-            zones.setdefault(b, []).append((first, last, (i - Qw + 1) % E))
-            want[b] = want.get(b, 0) + count_expected(i, first, last, E, Qw)
+    stripes = _stripe_zones(md)
+    if stripes is None:
+        return False
+    zones, want = stripes
     for b in zones:
         answer = availability.get(b)
         if answer is None or answer.status != OK:
@@ -217,30 +228,58 @@ def _all_exact(md: LedgerMetadata, availability: Mapping[str, BookieAnswer]) -> 
     for b, answer in availability.items():
         if answer.status != OK:
             continue
-        if answer.is_probe:
-            if answer.absent:
-                return False
-            continue        # holds every expected entry, and probes never see entries outside its stripe
-        zs = zones.get(b, ())
-        have, prev_end = 0, -1
-        for g in answer.groups:
-            f, size, period = g.first_sequence_start, g.sequence_size, g.sequence_period
-            single = g.last_sequence_start == f or period == 0
-            end = f + size - 1 if single else g.last_sequence_start + size - 1
-            if f <= prev_end or size < 1 or (not single and (period != E or size >= period)):
-                return False
-            for lo, hi, s in zs:
-                if lo <= f and end <= hi:
-                    break
-            else:
-                return False
-            if Qw < E and (f - s) % E + size > Qw:
-                return False
-            have += size if single else ((g.last_sequence_start - f) // period + 1) * size
-            prev_end = end
-        if have != want.get(b, 0):
+        if not _holds_exactly_its_stripes(answer, zones.get(b, ()), want.get(b, 0), E, Qw):
             return False
     return True
+
+
+def _stripe_zones(md: LedgerMetadata) -> tuple[dict[str, list[tuple[int, int, int]]], dict[str, int]] | None:
+    """(bookie -> [(segment first, segment last, stripe start mod E)], bookie -> expected entry count), or None
+    when a segment lists a bookie twice."""
+    E, Qw = md.ensemble_size, md.write_quorum_size
+    zones: dict[str, list[tuple[int, int, int]]] = {}
+    want: dict[str, int] = {}
+    for seg, first, last in md.segment_bounds():
+        first = max(first, 0)
+        if last < first:
+            continue
+        if len(set(seg.ensemble)) != E:
+            return None
+        for i, b in enumerate(seg.ensemble):
+            zones.setdefault(b, []).append((first, last, (i - Qw + 1) % E))
+            want[b] = want.get(b, 0) + count_expected(i, first, last, E, Qw)
+    return zones, want
+
+
+def _holds_exactly_its_stripes(answer: BookieAnswer, zs: Sequence[tuple[int, int, int]], want: int, E: int,
+                               Qw: int) -> bool:
+    """One answering bookie: disjoint groups, each inside one of its stripe zones, adding up to `want`."""
+    if answer.is_probe:
+        # holds every expected entry, and probes never see entries outside its stripe
+        return not answer.absent
+    have, prev_end = 0, -1
+    for g in answer.groups:
+        f, size, period = g.first_sequence_start, g.sequence_size, g.sequence_period
+        single = g.last_sequence_start == f or period == 0
+        end = f + size - 1 if single else g.last_sequence_start + size - 1
+        if f <= prev_end or size < 1 or (not single and (period != E or size >= period)):
+            return False
+        if not _group_inside_a_stripe(f, end, size, zs, E, Qw):
+            return False
+        have += size if single else ((g.last_sequence_start - f) // period + 1) * size
+        prev_end = end
+    return have == want
+
+
+def _group_inside_a_stripe(f: int, end: int, size: int, zs: Sequence[tuple[int, int, int]], E: int,
+                           Qw: int) -> bool:
+    """Do the runs [f + kE, f + kE + size - 1] up to `end` lie in one segment, inside the bookie's stripe there?"""
+    for lo, hi, s in zs:
+        if lo <= f and end <= hi:
+            break
+    else:
+        return False
+    return not (Qw < E and (f - s) % E + size > Qw)
 
 
 class _LedgerAcc:
@@ -421,14 +460,20 @@ class _SegmentAudit:
         e = np.arange(x, x + w, dtype=np.int64)
         rel = e % E
         expected = [((i - rel) % E) < Qw for i in range(E)]
-        holds: dict[str, np.ndarray] = {}
-        for bk, h in active.items():
-            if h is None:
-                holds[bk] = np.zeros(w, dtype=bool)
-            elif h.is_full:
-                holds[bk] = np.ones(w, dtype=bool)
-            else:
-                holds[bk] = ((e - h.start) % h.period) < h.size
+        holds = _holds_in_window(e, w, active)
+        m = self._missing_replicas(x, w, reps, rem, expected, holds)
+        held_outside = self._held_outside_write_sets(x, w, reps, rem, expected, holds)
+        if held_outside:
+            self._wrong_ensemble(x, w, reps, rem, m > 0, held_outside)
+        acc = self.acc
+        acc.max_missing = max(acc.max_missing, int(m.max()))
+        acc.lost += _count(m >= Qw, reps, rem)
+        acc.below_ack += _count(Qw - m < self.Qa, reps, rem)
+        acc.below_write += _count(m > 0, reps, rem)
+
+    def _missing_replicas(self, x: int, w: int, reps: int, rem: int, expected: list[np.ndarray],
+                          holds: Mapping[str, np.ndarray]) -> np.ndarray:
+        """m(e) over the window: write-set bookies that answered and lack the entry; each one's missing spans."""
         m = np.zeros(w, dtype=np.int64)
         for i, bk in enumerate(self.ensemble):
             if bk not in holds:
@@ -439,6 +484,12 @@ class _SegmentAudit:
                 r = self._missing_acc(i)
                 r.count += _count(miss, reps, rem)
                 _add_ranges(r, x, w, reps, rem, expected[i], miss)
+        return m
+
+    def _held_outside_write_sets(self, x: int, w: int, reps: int, rem: int, expected: list[np.ndarray],
+                                 holds: Mapping[str, np.ndarray]) -> list:
+        """(bookie, holds, entries held outside its write sets) per bookie holding any; the strays of ensemble
+        bookies are counted here, a foreign bookie's whole holdings in _finish."""
         held_outside = []
         for bk, hv in holds.items():
             if bk not in self.indices:
@@ -454,14 +505,7 @@ class _SegmentAudit:
                 r.count += _count(stray, reps, rem)
                 _add_ranges(r, x, w, reps, rem, hv, stray)
                 held_outside.append((bk, hv, stray))
-        if held_outside:
-            self._wrong_ensemble(x, w, reps, rem, m > 0, held_outside)
-        acc = self.acc
-        acc.max_missing = max(acc.max_missing, int(m.max()))
-        acc.lost += _count(m >= Qw, reps, rem)
-        acc.below_ack += _count(Qw - m < self.Qa, reps, rem)
-        acc.below_write += _count(m > 0, reps, rem)
-
+        return held_outside
 
     def _wrong_ensemble(self, x: int, w: int, reps: int, rem: int, short: np.ndarray, held_outside: list) -> None:
         """The wrong-ensemble shape (docs/formats/bookkeeper.md §1.6 step 4): entries a listed write-set bookie
@@ -478,6 +522,19 @@ class _SegmentAudit:
                 r.count += _count(wrong, reps, rem)
                 _add_ranges(r, x, w, reps, rem, hv, wrong)
         self.acc.wrong_entries += _count(anywhere, reps, rem)
+
+
+def _holds_in_window(e: np.ndarray, w: int, active: Mapping[str, Holding | None]) -> dict[str, np.ndarray]:
+    """bookie -> which entries of the window `e` its constant holding covers."""
+    holds: dict[str, np.ndarray] = {}
+    for bk, h in active.items():
+        if h is None:
+            holds[bk] = np.zeros(w, dtype=bool)
+        elif h.is_full:
+            holds[bk] = np.ones(w, dtype=bool)
+        else:
+            holds[bk] = ((e - h.start) % h.period) < h.size
+    return holds
 
 
 def _count(flags: np.ndarray, reps: int, rem: int) -> int:

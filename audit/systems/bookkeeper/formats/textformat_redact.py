@@ -22,6 +22,36 @@ def _skip_space(text: str, i: int) -> int:
     return i
 
 
+def _comment_end(text: str, i: int) -> int:
+    """Index of the newline ending the `#` comment at text[i] (or the end of the text)."""
+    nl = text.find("\n", i)
+    return len(text) if nl < 0 else nl
+
+
+def _identifier_end(text: str, i: int) -> int:
+    j = i
+    while j < len(text) and text[j] in _IDENT_CHARS:
+        j += 1
+    return j
+
+
+def _string_value_after(text: str, i: int) -> tuple[int, int] | None:
+    """(start, end) of the string value following a field name that ends at text[i] -- `: "..."`, with any
+    adjacent literals -- or None when the field's value is not a string."""
+    k = _skip_space(text, i)
+    if k < len(text) and text[k] == ":":
+        k = _skip_space(text, k + 1)
+    if not (k < len(text) and text[k] in "\"'"):
+        return None
+    value_end = k
+    while value_end < len(text) and text[value_end] in "\"'":
+        value_end = _string_end(text, value_end)
+        nxt = _skip_space(text, value_end)
+        if nxt < len(text) and text[nxt] in "\"'":
+            value_end = nxt
+    return k, value_end
+
+
 def blank_top_level_string(data: bytes, field: str) -> bytes:
     """`data` with every top-level `field: "..."` value (incl. adjacent literals) replaced by ""."""
     text = data.decode("latin-1")  # 1:1 byte mapping keeps untouched bytes identical
@@ -31,32 +61,21 @@ def blank_top_level_string(data: bytes, field: str) -> bytes:
         if c in "\"'":
             i = _string_end(text, i)
         elif c == "#":
-            nl = text.find("\n", i)
-            i = len(text) if nl < 0 else nl
+            i = _comment_end(text, i)
         elif c in "{<":
             depth, i = depth + 1, i + 1
         elif c in "}>":
             depth, i = depth - 1, i + 1
         elif c in _IDENT_START:
-            j = i
-            while j < len(text) and text[j] in _IDENT_CHARS:
-                j += 1
+            j = _identifier_end(text, i)
             is_target = depth == 0 and text[i:j] == field and (i == 0 or text[i - 1] not in _IDENT_CHARS + ".")
             i = j
-            if is_target:
-                k = _skip_space(text, i)
-                if k < len(text) and text[k] == ":":
-                    k = _skip_space(text, k + 1)
-                if k < len(text) and text[k] in "\"'":
-                    value_start = value_end = k
-                    while value_end < len(text) and text[value_end] in "\"'":
-                        value_end = _string_end(text, value_end)
-                        nxt = _skip_space(text, value_end)
-                        if nxt < len(text) and text[nxt] in "\"'":
-                            value_end = nxt
-                    out.append(text[copied:value_start])
-                    out.append('""')
-                    copied = i = value_end
+            value = _string_value_after(text, i) if is_target else None
+            if value is not None:
+                value_start, value_end = value
+                out.append(text[copied:value_start])
+                out.append('""')
+                copied = i = value_end
         else:
             i += 1
     out.append(text[copied:])

@@ -138,46 +138,66 @@ def _snapshot(state, last_entry_id, ctoken, ensemble_size, write_quorum, ack_quo
 
 def _planned(plan: Mapping[str, Any]) -> list[tuple[int, list[str], dict[str, Any], str | None]]:
     """(ledger id, missing replicas, precondition snapshot, note) per entry of the plan's `ledgers`."""
-    ledgers = plan.get("ledgers")
-    if not isinstance(ledgers, list):
-        raise RepairInputError("plan", "ledgers", "a list of planned ledgers")
-    pre_list = plan.get("preconditions")
-    if not isinstance(pre_list, list):
-        raise RepairInputError("plan", "preconditions", "a list with one entry per planned ledger")
+    ledgers = _plan_list(plan, "ledgers", "a list of planned ledgers")
+    pre_list = _plan_list(plan, "preconditions", "a list with one entry per planned ledger")
     pre = {p.get("ledger_id"): (i, p) for i, p in enumerate(pre_list) if isinstance(p, Mapping)}
     lost = {e.get("ledger_id"): e.get("entry_count") for e in plan.get("escalations") or []
             if isinstance(e, Mapping)}
     out, seen = [], set()
     for i, led in enumerate(ledgers):
         src = f"ledgers[{i}]"
-        lid = led.get("ledger_id") if isinstance(led, Mapping) else None
-        if not _int(lid) or lid < 0:
-            raise RepairInputError(src, "ledger_id", "a non-negative integer ledger id")
-        if lid in seen:
-            raise RepairInputError(src, "ledger_id", f"each ledger once (ledger {lid} is planned twice)")
-        seen.add(lid)
-        fragments = led.get("fragments")
-        if not isinstance(fragments, list) or not fragments:
-            raise RepairInputError(src, "fragments", "a non-empty list of missing fragments")
-        replicas: list[str] = []
-        for j, frag in enumerate(fragments):
-            bookie = frag.get("bookie") if isinstance(frag, Mapping) else None
-            if not isinstance(bookie, str) or not bookie:
-                raise RepairInputError(f"{src}.fragments[{j}]", "bookie", "a bookie id")
-            if bookie not in replicas:
-                replicas.append(bookie)
+        lid = _planned_ledger_id(src, led, seen)
+        replicas = _missing_replicas(src, led)
         if lid not in pre:
             raise RepairInputError("plan.preconditions", "ledger_id", f"an entry for ledger {lid}")
         j, p = pre[lid]
-        note = None
-        if lost.get(lid):
-            note = (f"{lost[lid]} entries of this ledger have no replica left (see escalations): "
-                    f"re-replication restores only the others")
+        note = _lost_entries_note(lost.get(lid))
         out.append((lid, sorted(replicas), _precondition(f"preconditions[{j}]", p), note))
     if not out:
         raise RepairInputError("plan", "ledgers", "at least one ledger to re-replicate (escalations are manual "
                                                   "steps: nothing is left to copy)")
     return out
+
+
+def _plan_list(plan: Mapping[str, Any], key: str, expected: str) -> list:
+    found = plan.get(key)
+    if not isinstance(found, list):
+        raise RepairInputError("plan", key, expected)
+    return found
+
+
+def _planned_ledger_id(src: str, led: Any, seen: set[int]) -> int:
+    """The entry's ledger id: a non-negative integer, each ledger planned once (`seen` collects them)."""
+    lid = led.get("ledger_id") if isinstance(led, Mapping) else None
+    if not _int(lid) or lid < 0:
+        raise RepairInputError(src, "ledger_id", "a non-negative integer ledger id")
+    if lid in seen:
+        raise RepairInputError(src, "ledger_id", f"each ledger once (ledger {lid} is planned twice)")
+    seen.add(lid)
+    return lid
+
+
+def _missing_replicas(src: str, led: Mapping[str, Any]) -> list[str]:
+    """The bookies of the entry's missing fragments, each once, in the order first named."""
+    fragments = led.get("fragments")
+    if not isinstance(fragments, list) or not fragments:
+        raise RepairInputError(src, "fragments", "a non-empty list of missing fragments")
+    replicas: list[str] = []
+    for j, frag in enumerate(fragments):
+        bookie = frag.get("bookie") if isinstance(frag, Mapping) else None
+        if not isinstance(bookie, str) or not bookie:
+            raise RepairInputError(f"{src}.fragments[{j}]", "bookie", "a bookie id")
+        if bookie not in replicas:
+            replicas.append(bookie)
+    return replicas
+
+
+def _lost_entries_note(lost_entries: Any) -> str | None:
+    """The plan's escalation count of entries with no replica left, as a note (None when there are none)."""
+    if not lost_entries:
+        return None
+    return (f"{lost_entries} entries of this ledger have no replica left (see escalations): "
+            f"re-replication restores only the others")
 
 
 # -------------------------------------------------------------------------------------------------- ZooKeeper

@@ -113,25 +113,15 @@ def _kind(rest: list[str]) -> str:
 def _decode(cluster: str, rest: list[str], key: str, data: bytes) -> Iterator[Row]:
     kind = _kind(rest)
     if kind == ZNODE:
-        path = "/".join(rest[1:])
-        ledger_id = ledger_metadata.ledger_id_from_znode_path(path)
-        if ledger_id is None:
-            yield _quarantine(cluster, key, kind, f"{path}: not a ledger znode path (L%010d, 2-4-4 or 3-4-4-4-4)")
-            return
-        yield LEDGERS, ledger_row(cluster, key, ledger_metadata.decode_znode(data, key, ledger_id))
+        yield from _znode_rows(cluster, rest, key, data)
     elif kind == ADMIN_JSON:
-        for md in ledger_metadata.decode_admin_json(data, key):
-            yield LEDGERS, ledger_row(cluster, key, md)
+        yield from _admin_json_rows(cluster, key, data)
     elif kind in (ENTRIES, ENTRIES_ERROR):
         yield from _entries(cluster, rest, key, data, kind)
     elif kind == BOOKIE_LISTS:
         yield from _bookie_lists(cluster, key, data)
     elif kind == RACKS_JSON:
-        racks = json.loads(data)
-        if not isinstance(racks, dict) or not all(isinstance(v, str) for v in racks.values()):
-            raise PayloadError(key, "<root>", 'an object {"bookie": "/region/rack"}', racks)
-        for bookie, rack in sorted(racks.items()):
-            yield RACKS, {"cluster": cluster, "bookie": bookie, "rack": rack}
+        yield from _rack_rows(cluster, key, data)
     elif kind == ZNODE_STAT:
         yield from stat_rows(cluster, rest, key, data)
     elif kind == ZNODE_DELETED:
@@ -144,6 +134,28 @@ def _decode(cluster: str, rest: list[str], key: str, data: bytes) -> Iterator[Ro
         return  # the collector's own report; coverage is read from it elsewhere
     else:
         yield _quarantine(cluster, key, kind, "unrecognised raw key")
+
+
+def _znode_rows(cluster: str, rest: list[str], key: str, data: bytes) -> Iterator[Row]:
+    path = "/".join(rest[1:])
+    ledger_id = ledger_metadata.ledger_id_from_znode_path(path)
+    if ledger_id is None:
+        yield _quarantine(cluster, key, ZNODE, f"{path}: not a ledger znode path (L%010d, 2-4-4 or 3-4-4-4-4)")
+        return
+    yield LEDGERS, ledger_row(cluster, key, ledger_metadata.decode_znode(data, key, ledger_id))
+
+
+def _admin_json_rows(cluster: str, key: str, data: bytes) -> Iterator[Row]:
+    for md in ledger_metadata.decode_admin_json(data, key):
+        yield LEDGERS, ledger_row(cluster, key, md)
+
+
+def _rack_rows(cluster: str, key: str, data: bytes) -> Iterator[Row]:
+    racks = json.loads(data)
+    if not isinstance(racks, dict) or not all(isinstance(v, str) for v in racks.values()):
+        raise PayloadError(key, "<root>", 'an object {"bookie": "/region/rack"}', racks)
+    for bookie, rack in sorted(racks.items()):
+        yield RACKS, {"cluster": cluster, "bookie": bookie, "rack": rack}
 
 
 def _entries(cluster: str, rest: list[str], key: str, data: bytes, kind: str) -> Iterator[Row]:

@@ -208,6 +208,26 @@ class AdminCollection:
 
     def list_offsets(self, md: dict) -> None:
         started = self.now_ms()
+        rows, by_leader, not_asked = self._offset_rows(md)
+        sends, keys = [], []
+        for leader, parts in sorted(by_leader.items()):
+            for spec in (EARLIEST, LATEST):
+                sends.append((leader, _list_offsets_request(parts, spec)))
+                keys.append((leader, spec))
+        for (leader, spec), (resp, err, sent, answered) in zip(keys, self.send_all(sends)):
+            parts = by_leader[leader]
+            if err is not None:
+                for p in parts:
+                    rows[(p["topic"], p["partition"])]["error_code"] = -1
+                self.gap(f"broker {leader}", f"ListOffsets of {len(parts)} partitions", describe(err))
+                continue
+            self._record_offsets(rows, leader, spec, resp, sent, answered)
+        self.put("list-offsets.json", {"read_started_at_ms": started, "read_finished_at_ms": self.now_ms(),
+                                       "partitions": [rows[k] for k in sorted(rows)], "not_asked": not_asked})
+
+    def _offset_rows(self, md: dict) -> tuple[dict[tuple[str, int], dict], dict[int, list[dict]], list[dict]]:
+        """(topic-partition -> its row, leader -> the partitions it is asked about, replicas not asked): a partition
+        without a live leader is not asked, and is a gap."""
         live = _live(md)
         by_leader: dict[int, list[dict]] = defaultdict(list)
         rows, not_asked = {}, []
@@ -228,36 +248,28 @@ class AdminCollection:
                          f"leader {p['leader']}: {NOT_IN_METADATA}")
             else:
                 by_leader[p["leader"]].append(p)
-        sends, keys = [], []
-        for leader, parts in sorted(by_leader.items()):
-            for spec in (EARLIEST, LATEST):
-                sends.append((leader, _list_offsets_request(parts, spec)))
-                keys.append((leader, spec))
-        for (leader, spec), (resp, err, sent, answered) in zip(keys, self.send_all(sends)):
-            parts = by_leader[leader]
-            if err is not None:
-                for p in parts:
-                    rows[(p["topic"], p["partition"])]["error_code"] = -1
-                self.gap(f"broker {leader}", f"ListOffsets of {len(parts)} partitions", describe(err))
-                continue
-            name = "earliest" if spec == EARLIEST else "latest"
-            for t in resp.topics:
-                for a in t.partitions:
-                    row = rows.get((t.name, a.partition_index))
-                    if row is None:
-                        continue
-                    row["read_started_at_ms"] = sent if row["read_started_at_ms"] is None else row["read_started_at_ms"]
-                    row["read_finished_at_ms"] = answered
-                    if a.error_code:
-                        row["error_code"] = row["error_code"] or a.error_code
-                        self.gap(f"broker {leader} {t.name}-{a.partition_index}", f"ListOffsets {name.upper()}",
-                                 error_name(a.error_code))
-                        continue
-                    row[name] = a.offset
-                    row[f"{name}_leader_epoch"] = a.leader_epoch if a.leader_epoch is not None and \
-                        a.leader_epoch >= 0 else None
-        self.put("list-offsets.json", {"read_started_at_ms": started, "read_finished_at_ms": self.now_ms(),
-                                       "partitions": [rows[k] for k in sorted(rows)], "not_asked": not_asked})
+        return rows, by_leader, not_asked
+
+    def _record_offsets(self, rows: dict[tuple[str, int], dict], leader: int, spec: int, resp, sent: int,
+                        answered: int) -> None:
+        """One leader's ListOffsets answer (EARLIEST: the log start, LATEST: the high watermark) into the rows it
+        names, with the leader epoch when the broker gives one; a partition's error code is data and a gap."""
+        name = "earliest" if spec == EARLIEST else "latest"
+        for t in resp.topics:
+            for a in t.partitions:
+                row = rows.get((t.name, a.partition_index))
+                if row is None:
+                    continue
+                row["read_started_at_ms"] = sent if row["read_started_at_ms"] is None else row["read_started_at_ms"]
+                row["read_finished_at_ms"] = answered
+                if a.error_code:
+                    row["error_code"] = row["error_code"] or a.error_code
+                    self.gap(f"broker {leader} {t.name}-{a.partition_index}", f"ListOffsets {name.upper()}",
+                             error_name(a.error_code))
+                    continue
+                row[name] = a.offset
+                row[f"{name}_leader_epoch"] = a.leader_epoch if a.leader_epoch is not None and \
+                    a.leader_epoch >= 0 else None
 
     def offsets_for_leader_epoch(self, md: dict) -> None:
         started = self.now_ms()

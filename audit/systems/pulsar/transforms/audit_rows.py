@@ -103,44 +103,67 @@ def _reads(cursors: list[tuple[str, dict, Cursor]]) -> dict[str, list[CursorRead
 
 def sides_of(entries: pa.Table, state: pa.Table) -> tuple[str, dict[str, ClusterSide]]:
     kinds = state.column("kind")
-    topics = set(pc.unique(state.column("topic")).to_pylist())
-    if len(topics) != 1:
-        raise ValueError(f"one topic per group expected (topic hash collision?): {sorted(map(str, topics))}")
-    topic = topics.pop()
-    keys = dict(zip(*(state.select(["cluster", "cluster_key"]).group_by(["cluster", "cluster_key"])
-                      .aggregate([]).column(c).to_pylist() for c in ("cluster", "cluster_key"))))
-    if len(set(keys.values())) != len(keys):
-        raise ValueError(f"cluster name hash collision in {topic}: {sorted(keys)}")
+    topic = _one_topic(state)
+    keys = _cluster_keys(state, topic)
 
     def of_kind(kind: str) -> pa.Table:
         return state.filter(pc.equal(kinds, kind))
 
     windows = _windows(entries, keys, of_kind(EXTRA).to_pylist())
     sides = {c: ClusterSide(c, windows[c], cursors={}, replication={}) for c in sorted(keys)}
-    for r in of_kind(TOPIC).to_pylist():
+    _set_dump_windows(sides, of_kind(TOPIC).to_pylist())
+    for r in of_kind(GAPS).to_pylist():
+        if r["gap_count"]:
+            sides[r["cluster"]].complete = False
+    _set_cursors(sides, _cursors(of_kind(CURSOR)))
+    for r in of_kind(REPLICATION).to_pylist():
+        sides[r["cluster"]].replication[r["remote_cluster"]] = (r["connected"], r["replication_backlog"])
+    _set_replicated_subscriptions(sides, of_kind(SUBSCRIPTION).to_pylist())
+    return topic, sides
+
+
+def _one_topic(state: pa.Table) -> str:
+    topics = set(pc.unique(state.column("topic")).to_pylist())
+    if len(topics) != 1:
+        raise ValueError(f"one topic per group expected (topic hash collision?): {sorted(map(str, topics))}")
+    return topics.pop()
+
+
+def _cluster_keys(state: pa.Table, topic: str) -> dict:
+    """cluster name -> its key in the group, each key naming one cluster."""
+    keys = dict(zip(*(state.select(["cluster", "cluster_key"]).group_by(["cluster", "cluster_key"])
+                      .aggregate([]).column(c).to_pylist() for c in ("cluster", "cluster_key"))))
+    if len(set(keys.values())) != len(keys):
+        raise ValueError(f"cluster name hash collision in {topic}: {sorted(keys)}")
+    return keys
+
+
+def _set_dump_windows(sides: dict[str, ClusterSide], topic_rows: list[dict]) -> None:
+    """Each cluster's dump window, whether it was read whole, and the message TTLs."""
+    for r in topic_rows:
         s = sides[r["cluster"]]
         s.dump_from = _pos(r["dump_from_ledger"], r["dump_from_entry"])
         s.dump_to = _pos(r["dump_to_ledger"], r["dump_to_entry"])
         s.complete = bool(r["dump_complete"])
         s.message_ttl_s, s.namespace_message_ttl_s = r["message_ttl_s"], r["namespace_message_ttl_s"]
-    for r in of_kind(GAPS).to_pylist():
-        if r["gap_count"]:
-            sides[r["cluster"]].complete = False
-    cursors = _cursors(of_kind(CURSOR))
+
+
+def _set_cursors(sides: dict[str, ClusterSide], cursors: list[tuple[str, dict, Cursor]]) -> None:
+    """The cursors of the collection's own read, and every read (rereads included) with its instants."""
     for cluster, r, cursor in cursors:
         if (r["read"] or PRIMARY) == PRIMARY:
             sides[cluster].cursors[cursor.name] = cursor
     for cluster, reads in _reads(cursors).items():
         sides[cluster].reads = tuple(reads)
-    for r in of_kind(REPLICATION).to_pylist():
-        sides[r["cluster"]].replication[r["remote_cluster"]] = (r["connected"], r["replication_backlog"])
+
+
+def _set_replicated_subscriptions(sides: dict[str, ClusterSide], subscription_rows: list[dict]) -> None:
     repl: dict[str, set[str]] = {}
-    for r in of_kind(SUBSCRIPTION).to_pylist():
+    for r in subscription_rows:
         if r["replicated"]:
             repl.setdefault(r["cluster"], set()).add(r["name"])
     for c, subs in repl.items():
         sides[c].replicated_subscriptions = frozenset(subs)
-    return topic, sides
 
 
 def audit_group(entries: pa.Table, state: pa.Table, settings: Settings, schema: pa.Schema) -> pa.Table:

@@ -66,27 +66,27 @@ def classify(source_key: str) -> tuple[str, str | None, str, list[str]] | None:
     if rest[0] != "topics" or len(rest) < 5:
         return cluster, None, UNKNOWN, rest
     topic, below = "persistent://" + "/".join(rest[1:4]), rest[4:]
+    return cluster, topic, _topic_file_kind(below), below
+
+
+# files directly in the topic folder -> their kind
+_TOPIC_FILE_KINDS = {"stats-internal.json": STATS_INTERNAL, "stats.json": STATS, "dump.json": DUMP_JSON,
+                     MESSAGE_TTL_KEY: MESSAGE_TTL, NAMESPACE_MESSAGE_TTL_KEY: NAMESPACE_MESSAGE_TTL}
+
+
+def _topic_file_kind(below: list[str]) -> str:
+    """The kind of a file by its path below the topic folder."""
     if below and below[-1].endswith(READ_SUFFIX):
-        kind = READ
-    elif below == ["stats-internal.json"]:
-        kind = STATS_INTERNAL
-    elif below == ["stats.json"]:
-        kind = STATS
-    elif below == ["dump.json"]:
-        kind = DUMP_JSON
-    elif below == [MESSAGE_TTL_KEY]:
-        kind = MESSAGE_TTL
-    elif below == [NAMESPACE_MESSAGE_TTL_KEY]:
-        kind = NAMESPACE_MESSAGE_TTL
-    elif len(below) == 3 and below[0] == "subscriptions" and below[2] == "replicated-status.json":
-        kind = REPL_STATUS
-    elif len(below) == 3 and below[0] == "dump" and below[2].endswith(".jsonl"):
-        kind = DUMP_CHUNK
-    elif len(below) == 3 and below[0] == REREADS and _pass(below[1]) and below[2] == REREAD_BODY:
-        kind = REREAD
-    else:
-        kind = UNKNOWN
-    return cluster, topic, kind, below
+        return READ
+    if len(below) == 1 and below[0] in _TOPIC_FILE_KINDS:
+        return _TOPIC_FILE_KINDS[below[0]]
+    if len(below) == 3 and below[0] == "subscriptions" and below[2] == "replicated-status.json":
+        return REPL_STATUS
+    if len(below) == 3 and below[0] == "dump" and below[2].endswith(".jsonl"):
+        return DUMP_CHUNK
+    if len(below) == 3 and below[0] == REREADS and _pass(below[1]) and below[2] == REREAD_BODY:
+        return REREAD
+    return UNKNOWN
 
 
 def _pass(text: str) -> int | None:
