@@ -1,10 +1,10 @@
 """Assemble a run's reports from what the earlier stages staged: summary.json, report.html, repair_plan.json.
 
-Reads small Parquet outputs with pyarrow (no Spark needed), the GX outcome (reports/validation.json), the
-collectors' coverage (raw/<system>/<cluster>/collection.json and reread.json), the failed jobs (reports/stages/*.json) and, for
-the lab, its ground truth. Everything a system adds -- its summary keys, HTML fragment, lab scorecard rules and
-dry-run repair plans -- comes from the declared systems' records (audit.contracts.System): nothing here names
-a system.
+Reads small Parquet outputs with pyarrow (no Spark needed: audit/tables.py), the GX outcome
+(reports/validation.json), the collectors' coverage (raw/<system>/<cluster>/collection.json and reread.json), the
+failed jobs (reports/stages/*.json) and, for the lab, its ground truth. Everything a system adds -- its summary
+keys, HTML fragment, lab scorecard rules and dry-run repair plans -- comes from the declared systems' records
+(audit.contracts.System): nothing here names a system.
 
 repair_plan.json holds each declared system's plans and errors under its name (repair_plan_file)."""
 from __future__ import annotations
@@ -54,7 +54,8 @@ def _failed_stages(root: Path) -> list[dict]:
 
 
 def _ground_truth(root: Path) -> dict[str, Any]:
-    return {f.parent.name: json.loads(f.read_text()) for f in sorted((root / "raw" / "_lab").glob("*/ground_truth.json"))}
+    return {f.parent.name: json.loads(f.read_text())
+            for f in sorted((root / "raw" / "_lab").glob("*/ground_truth.json"))}
 
 
 def repair_plans(systems: Sequence[System], outputs: RunOutputs) -> dict[str, tuple[list[dict], list[dict]]]:

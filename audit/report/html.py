@@ -180,7 +180,8 @@ def _lab_section(lab: Mapping[str, Any]) -> str:
     out = [f"<h2>Lab scorecard</h2><p>{esc(lab.get('faults'))} faults injected in "
            f"{esc(', '.join(lab.get('clusters') or []))}; expected findings vs. this run.</p>",
            table(["", *kinds], [["all", *(lab.get(k, 0) for k in kinds)],
-                                 *([c, *(v.get(k, 0) for k in kinds)] for c, v in (lab.get("by_check") or {}).items())])]
+                                *([c, *(v.get(k, 0) for k in kinds)]
+                                  for c, v in (lab.get("by_check") or {}).items())])]
     for name, key in (("Wrong counts", "wrong_count_items"), ("Missed", "missed_items"),
                       ("False alarms", "false_alarm_items")):
         items = lab.get(key) or []

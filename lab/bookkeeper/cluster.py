@@ -8,8 +8,9 @@ raw/bookkeeper/<cluster>/).
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol
+from typing import Any
 
+from audit.collectors.base import RawSink
 from audit.systems.bookkeeper.domain.model import LedgerMetadata
 from audit.systems.bookkeeper.formats import availability, ledger_metadata, protocol
 from lab.bookkeeper.config import LabConfig, parse_lab_config
@@ -21,10 +22,6 @@ from lab.bookkeeper.truth import bookie_lists, ensemble_bookies, ground_truth
 
 DEFAULT_CLUSTER = "bk-lab"
 INT32_MAX = 2**31 - 1
-
-
-class RawSink(Protocol):
-    def put(self, relative_key: str, data: bytes) -> None: ...
 
 
 def znode_path(ledger_id: int) -> str:

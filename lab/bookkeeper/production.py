@@ -107,4 +107,5 @@ def znode_stat(ledger_id: int, ctime: int, mtime: int, version: int, data_length
     made up but ordered like ZooKeeper's: a later creation has a greater czxid."""
     czxid = (ctime // 1000) * 1000 + ledger_id % 1000
     return {"czxid": czxid, "mzxid": czxid + version, "ctime": ctime, "mtime": mtime, "version": version,
-            "cversion": 0, "aversion": 0, "ephemeralOwner": 0, "dataLength": data_length, "numChildren": 0, "pzxid": czxid}
+            "cversion": 0, "aversion": 0, "ephemeralOwner": 0, "dataLength": data_length, "numChildren": 0,
+            "pzxid": czxid}
