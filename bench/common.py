@@ -1,4 +1,5 @@
-"""What every bench module repeats: its result rows, its `python -m` entry point, an incident check of the lab."""
+"""What every bench module repeats: its result rows, its `python -m` entry point, an in-memory sink, the lab's ground
+truth and an incident check of the lab."""
 from __future__ import annotations
 
 import json
@@ -26,8 +27,8 @@ REPO = Path(__file__).resolve().parent.parent
 LAB_ESTATE = REPO / "lab" / "estate.yaml"     # the built-in lab estate (`make audit`)
 
 
-class _MemorySink:
-    """Raw evidence kept in memory and dropped: what a lab's collect returns beside it is all that is wanted."""
+class MemorySink:
+    """A RawSink keeping bytes in a dict: isolates a collector (or a lab) from storage speed."""
 
     def __init__(self) -> None:
         self.objects: dict[str, bytes] = {}
@@ -51,7 +52,7 @@ def lab_truths(system: str, as_of_ms: int) -> dict[str, dict]:
     for cluster in estate.clusters(system):
         if not dispatch.is_lab(cluster):
             continue
-        _, truth = dispatch.collect(s, CollectRequest(cluster, _MemorySink(), None, as_of_ms, estate.thresholds))
+        _, truth = dispatch.collect(s, CollectRequest(cluster, MemorySink(), None, as_of_ms, estate.thresholds))
         if truth is not None:
             out[cluster.name] = truth
     if not out:

@@ -18,19 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.common import MemorySink
+
 ROOT = Path(__file__).resolve().parents[2]
 TARGET_S_PER_1E8 = 60.0
 ENSEMBLE, WRITE_QUORUM, BOOKIE_INDEX = 3, 2, 0
-
-
-class _MemorySink:
-    """Keeps bytes in a dict: isolates the reader (RocksDB scan + encoding) from storage speed."""
-
-    def __init__(self):
-        self.objects: dict[str, bytes] = {}
-
-    def put(self, relative_key: str, data: bytes) -> None:
-        self.objects[relative_key] = data
 
 
 def _held(entries_per_ledger: int) -> np.ndarray:
@@ -60,7 +52,7 @@ def bench_location_index(ledgers: int = 100_000, entries_per_ledger: int = 1500)
 
     ledger_dir, build_s = build_index(ledgers, entries_per_ledger)
     expected = ledgers * len(_held(entries_per_ledger))
-    sink = _MemorySink()
+    sink = MemorySink()
     t0 = time.perf_counter()
     report = read_location_index("bench-bookie:3181", [str(ledger_dir)], sink)
     elapsed = time.perf_counter() - t0

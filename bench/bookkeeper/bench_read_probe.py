@@ -13,18 +13,10 @@ import asyncio
 import sys
 import time
 
+from bench.common import MemorySink
+
 TARGET_PER_S = 20000
 AS_OF_MS = 1_700_000_000_000
-
-
-class _MemorySink:
-    """Keeps bytes in a dict: isolates the prober from storage speed."""
-
-    def __init__(self):
-        self.objects: dict[str, bytes] = {}
-
-    def put(self, relative_key: str, data: bytes) -> None:
-        self.objects[relative_key] = data
 
 
 def _lab(probes: int):
@@ -47,7 +39,7 @@ def bench_read_probe(probes: int = 200_000) -> dict:
         for bookie in lab.ensemble_bookies(lid):
             by_bookie.setdefault(bookie, []).append(lid)
     cfg = ReadProbeConfig(connect_timeout_s=5.0, request_timeout_s=30.0, window=100, share_percent=100)
-    sink = _MemorySink()
+    sink = MemorySink()
 
     async def run(addresses):
         return await asyncio.gather(*(probe_bookie_async(b, ids, closed, sink, config=cfg, addresses=addresses,

@@ -12,6 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.common import MemorySink
+
 TARGET_PER_S = 5000
 
 
@@ -30,16 +32,6 @@ def _load(client, n: int, window: int = 1000) -> None:
             pending.pop(0).get(timeout=30)
     for result in pending:
         result.get(timeout=30)
-
-
-class _MemorySink:
-    """Keeps bytes in a dict: isolates the collector (ZooKeeper reads + redaction) from storage speed."""
-
-    def __init__(self):
-        self.objects: dict[str, bytes] = {}
-
-    def put(self, relative_key: str, data: bytes) -> None:
-        self.objects[relative_key] = data
 
 
 def _timed_collect(hosts: str, sink, n: int) -> float:
@@ -72,7 +64,7 @@ def bench_zk_collector(n: int = 20000) -> dict:
         finally:
             client.stop()
             client.close()
-        sinks = {"memory": lambda d: _MemorySink(), "disk": DirSink}
+        sinks = {"memory": lambda d: MemorySink(), "disk": DirSink}
         dirs = {"disk": None}
         if Path("/dev/shm").is_dir():
             sinks["tmpfs"], dirs["tmpfs"] = DirSink, "/dev/shm"
