@@ -13,7 +13,7 @@ export REPLAUDIT_HOME := $(CURDIR)
 ESTATE ?= lab/estate.yaml
 WORKERS ?= auto
 
-.PHONY: setup audit test bench scorecard clean system-deps
+.PHONY: setup audit test bench scorecard deploy-test clean system-deps
 
 ## setup: virtualenv + pinned packages + Airflow metadata DB under the repo (never ~/airflow)
 setup: $(VENV)/.installed $(AIRFLOW_HOME)/.migrated
@@ -51,11 +51,17 @@ audit: setup
 	@# exit 1 (violations) and 3 (a source not covered) are audit results, not failures of the job
 	$(BIN)/replaudit nightly --estate $(ESTATE) || [ $$? -eq 1 -o $$? -eq 3 ]
 
-## test: lint (ruff: pyflakes, line length, complexity), then every test but the twenty-seed scorecards, on every
-## core (pytest-xdist); `make scorecard` runs those, CI runs both
+## test: lint (ruff: pyflakes, line length, complexity), then every test but the twenty-seed scorecards and the
+## standalone-cluster deployment test, on every core (pytest-xdist); `make scorecard` and `make deploy-test` run
+## those, CI runs all three
 test: setup system-deps
 	$(BIN)/ruff check .
-	$(BIN)/pytest -n $(WORKERS) -m "not slow"
+	$(BIN)/pytest -n $(WORKERS) -m "not slow and not deploy"
+
+## deploy-test: the audit job submitted with spark-submit to a real Spark standalone master and worker on loopback
+## (tests marked deploy): a minute of four JVMs, for a change to spark_jobs/, the session setup or docker/
+deploy-test: setup system-deps
+	$(BIN)/pytest -m deploy
 
 ## scorecard: the lab scorecards over twenty seeds each (tests marked slow): twenty BookKeeper clusters, twenty
 ## Pulsar worlds under continuous traffic, twenty Kafka worlds (every scenario of docs/kafka/lab.md, brokers scanned

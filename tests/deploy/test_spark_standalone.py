@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from audit import pipeline
 from audit.config.estate import load_estate
 from spark_jobs.run import run_stage
@@ -14,6 +16,8 @@ from tests.spark_standalone import SPARK_HOME, StandaloneCluster
 
 REPO = Path(__file__).resolve().parents[2]
 AS_OF_MS = 1_790_000_000_000
+# a master, a worker, an executor and a driver JVM: run by `make deploy-test` and CI, not by every `make test`
+pytestmark = pytest.mark.deploy
 
 
 def _rows(spark, folder: Path) -> list[tuple]:

@@ -283,6 +283,9 @@ class KafkaThresholds(Record):
     # Messages per group and partition a MirrorMaker 2 failover may redeliver before it is a finding (0: every
     # redelivery beyond what the translation rule itself implies is reported).
     kafka_mm2_redelivery_tolerance: NonNegative = 0
+    # How long an assignment must stand before a broker's log dir listing may be missing its replica folder (a
+    # broker creates the log when it applies the metadata, within seconds; docs/formats/kafka.md §11.3).
+    kafka_replica_missing_settle_ms: NonNegative = 60_000
 
 
 __all__ = ["KafkaCluster", "KafkaThresholds", "LogDir", "Mirror", "Sasl", "Timeouts", "SOURCES", "parse_version",

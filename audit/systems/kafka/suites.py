@@ -15,7 +15,7 @@ TABLES = {PARTITIONS: ("metrics", "kafka_partitions"), REPLICAS: ("metrics", "ka
 KAFKA = (PARTITIONS,)
 LOST, DIVERGENT, EPOCH_BATCHES, LAGGING = ("kafka.committed_data_lost", "kafka.divergent_logs",
                                            "kafka.batch_epoch_outside_cache", "kafka.follower_lagging")
-SEQUENCES, ISR = "kafka.producer_sequence_gap", "kafka.isr_missing_committed"
+SEQUENCES, ISR, MISSING = "kafka.producer_sequence_gap", "kafka.isr_missing_committed", "kafka.replica_missing"
 MM2_MISMATCH, MM2_AHEAD, MM2_REDELIVERY = ("kafka.mm2_checkpoint_mismatch", "kafka.mm2_target_group_ahead",
                                            "kafka.mm2_failover_redelivery")
 
@@ -24,8 +24,9 @@ KAFKA_PARTITIONS = SuiteSpec(PARTITIONS, PARTITIONS, (
       for c in ("cluster", "topic", "partition")),
     expect("ExpectColumnValuesToBeBetween", {"column": "max_lag", "min_value": 0}, LAGGING, CHECKS,
            "a follower's lag is never negative"),
-    expect("ExpectColumnValuesToBeBetween", {"column": "collected_replicas", "min_value": 1}, LOST, CHECKS,
-           "a judged partition has at least one collected replica"),
+    expect("UnexpectedRowsExpectation",
+           unexpected_rows("collected_replicas = 0 AND NOT reference_rule <=> 'no-replica-collected'"), MISSING, CHECKS,
+           "a partition with no collected replica says so (it is counted, never dropped)"),
     expect("UnexpectedRowsExpectation", unexpected_rows("isr_size > replica_count"), ISR, CHECKS,
            "the ISR is a subset of the assigned replicas"),
 ), applies_when=KAFKA)

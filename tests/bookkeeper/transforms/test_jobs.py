@@ -1,4 +1,4 @@
-"""spark_jobs/run.py for BookKeeper in-process (same session) and once through spark-submit."""
+"""spark_jobs/run.py for BookKeeper in-process (same session) and a stage through spark-submit."""
 import json
 import os
 import subprocess
@@ -62,15 +62,20 @@ def test_bad_arguments_name_the_problem(tmp_path, capsys):
 
 @pytest.mark.skipif(not (REPO / ".venv" / "bin" / "spark-submit").exists(), reason="needs .venv/bin/spark-submit")
 def test_spark_submit(spark, tmp_path):
+    """The normalize stage through spark-submit (its own JVM and session), the audit in-process on its output: the
+    entry point and its arguments work outside the test's session. tests/deploy submits the audit stage to a
+    standalone cluster."""
     raw = _raw(tmp_path)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     submit = str(REPO / ".venv" / "bin" / "spark-submit")
-    for args in (["--stage", "normalize", "--input", str(raw), "--output", str(tmp_path / "tables")],
-                 ["--stage", "audit", "--input", str(tmp_path / "tables"), "--output", str(tmp_path)]):
-        proc = subprocess.run([submit, "--master", "local[1]", "--conf", "spark.ui.enabled=false",
-                               str(REPO / "spark_jobs" / "run.py"), "--system", "bookkeeper", *args],
-                              env=env, capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = subprocess.run([submit, "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+                           "--driver-java-options", "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -XX:+UseSerialGC",
+                           str(REPO / "spark_jobs" / "run.py"), "--system", "bookkeeper", "--stage", "normalize",
+                           "--input", str(raw), "--output", str(tmp_path / "tables")],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run.main(["--system", "bookkeeper", "--stage", "audit", "--input", str(tmp_path / "tables"),
+              "--output", str(tmp_path)])
     _check_outputs(spark, tmp_path)
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from audit.contracts import SEVERITIES
-from audit.systems.kafka.domain import mm2, partition
+from audit.systems.kafka.domain import assignment, mm2, partition
 from audit.systems.kafka.domain.checks import CHECKS, COVERAGE
-from tests.kafka.domain import test_mm2, test_partition
+from tests.kafka.domain import test_assignment, test_mm2, test_partition
 
 
 @pytest.mark.parametrize("check", sorted(CHECKS))
@@ -26,7 +26,7 @@ def test_coverage_is_not_a_check():
 
 def test_the_rules_name_only_listed_checks():
     named = set()
-    for module in (partition, mm2):
+    for module in (partition, mm2, assignment):
         named |= set(re.findall(r'"(kafka\.[a-z0-9_]+)"', Path(module.__file__).read_text(encoding="utf-8")))
     assert named == set(CHECKS)
 
@@ -35,4 +35,5 @@ def test_every_check_is_raised_by_a_case():
     raised = {c for _, _, _, expected in test_partition.CASES for c, *_ in expected}
     raised |= {c for _, _, _, expected in test_partition.KIP101 for c, *_ in expected}
     raised |= {c for _, _, _, expected in test_mm2.GROUPS for c, *_ in expected}
+    raised |= {c for case in test_assignment.CASES for c, _ in case[-1]}
     assert raised - {COVERAGE} == set(CHECKS)

@@ -289,7 +289,8 @@ def test_create_topic_leader_change_and_isr_shrink():
     assert p0 == {"topic": "orders", "topic_id": TOPIC, "partition": 0, "replicas": [1, 2, 3], "isr": [2],
                   "elr": [], "last_known_elr": [], "adding_replicas": [], "removing_replicas": [], "leader": 2,
                   "leader_epoch": 2, "partition_epoch": 3, "leader_recovery_state": 0, "removed": False,
-                  "offset": 10}
+                  "offset": 10, "replicas_at_ms": TS + 5}    # the PartitionRecord's batch: no change named replicas
+    assert p1["replicas_at_ms"] == TS + 5
     assert (p1["isr"], p1["elr"], p1["leader"], p1["leader_epoch"], p1["partition_epoch"]) == ([2], [3], 2, 0, 1)
     b1, b2, b3 = kraft.brokers(records)
     assert (b1["fenced"], b2["fenced"], b3["fenced"]) == (False, False, True)

@@ -181,8 +181,7 @@ def test_snapshots_apart_become_coverage_not_findings(spark, tmp_path):
     t.metadata(NEW, "single", 0, 1, 0, [1, 2, 3], [1])
     counts, read = audited(spark, tmp_path, t)
     assert findings(read) == []
-    whats = sorted((c["topic"], c["broker"], c["what"], c["offset_from"], c["offset_to"])
-                   for c in read["kafka_coverage"])
+    whats = [(c["topic"], c["broker"], c["what"], c["offset_from"], c["offset_to"]) for c in read["kafka_coverage"]]
     assert ("orders", 1, "exposed offsets not on the leader: high watermark read after the log", 1, 1) in whats
     assert ("single", 1, "one replica's evidence only: nothing to compare it with", None, None) in whats
     assert counts["kafka_coverage"] == len(read["kafka_coverage"])

@@ -30,6 +30,9 @@ CHECKS: Mapping[str, Check] = {
     "kafka.epoch_checkpoint_invalid": Check(
         "major", "a leader-epoch-checkpoint with negative values or epochs / start offsets not strictly increasing: "
                  "the broker refuses it or silently drops entries when it loads it"),
+    "kafka.replica_missing": Check(
+        "major", "a broker whose log dirs were all read holds no folder of a partition the metadata has assigned it "
+                 "for longer than the settle time: that replica's data is not there (domain/assignment.py)"),
     "kafka.high_watermark_above_log_end": Check(
         "warning", "a replica's checkpointed high watermark is above its log end offset: it lost offsets it had "
                    "exposed as committed (unflushed tail, or a truncation below the high watermark)"),

@@ -11,6 +11,8 @@ from typing import Any
 
 METADATA_PARTITION_DIR = "__cluster_metadata-0"      # KRaft metadata log: the cluster's metadata, not a subject
 _PARTITION_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d{1,10})$")
+# LocalLog's DeleteDirPattern / FutureDirPattern / StrayDirPattern: `<topic>-<partition>.<unique id>-<suffix>`
+_SPECIAL_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d{1,10})\.[^.]+-(delete|future|stray)$")
 
 
 def subject_names(topic: str, partition: int) -> tuple[str, str]:
@@ -37,6 +39,13 @@ def partition_dir(name: str) -> tuple[str, int] | None:
     if m is None or int(m.group("partition")) > 0x7FFFFFFF:
         return None
     return m.group("topic"), int(m.group("partition"))
+
+
+def special_partition(name: str) -> tuple[str, int] | None:
+    """(topic, partition) of a `-delete`, `-future` or `-stray` dir (a deletion, a move between log dirs, a replica
+    found unassigned at start-up); None for any other name."""
+    m = _SPECIAL_DIR.match(name)
+    return None if m is None else (m.group("topic"), int(m.group("partition")))
 
 
 def partition_of_key(key: str) -> tuple[str, ...] | None:

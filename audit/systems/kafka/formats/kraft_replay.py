@@ -45,7 +45,8 @@ class _Image:
             "last_known_elr": list(f.get("last_known_elr") or []),
             "adding_replicas": list(f["adding_replicas"]), "removing_replicas": list(f["removing_replicas"]),
             "leader": f["leader"], "leader_epoch": f["leader_epoch"], "partition_epoch": f["partition_epoch"],
-            "leader_recovery_state": f["leader_recovery_state"], "removed": False, "offset": r["offset"]}
+            "leader_recovery_state": f["leader_recovery_state"], "removed": False, "offset": r["offset"],
+            "replicas_at_ms": r.get("timestamp")}
 
     def partition_change(self, r: dict, f: dict) -> None:
         state = self.partitions.get((f["topic_id"], f["partition_id"]))
@@ -59,6 +60,8 @@ class _Image:
                           ("last_known_elr", "last_known_elr")):
             if f.get(name) is not None:
                 state[key] = list(f[name])
+        if f.get("replicas") is not None:   # the replica list stands from this record's batch timestamp on
+            state["replicas_at_ms"] = r.get("timestamp")
         if f["leader"] != NO_LEADER_CHANGE:
             state["leader"], state["leader_epoch"] = f["leader"], state["leader_epoch"] + 1
         if f["leader_recovery_state"] != NO_RECOVERY_STATE_CHANGE:

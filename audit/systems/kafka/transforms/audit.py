@@ -27,9 +27,11 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 from audit.contracts import AuditRequest
+from audit.systems.kafka.domain.checks import COVERAGE
 from audit.systems.kafka.domain.partition import Settings, evaluate
 from audit.systems.kafka.domain.truncation import truncation_policy_for
 from audit.transforms.common import VIOLATIONS, violations_path
+from audit.systems.kafka.transforms import assignments
 from audit.systems.kafka.transforms import audit_rows as rows
 from audit.systems.kafka.transforms import mm2_state, state
 from audit.systems.kafka.transforms.batch_state import FOLLOWER, NONE, REFERENCE
@@ -38,6 +40,7 @@ from audit.systems.kafka.transforms.tables import SYSTEM
 
 DEFAULT_LAG_MAX = 10_000      # audit/systems/kafka/config.py KafkaThresholds' defaults, for requests without them
 DEFAULT_REDELIVERY_TOLERANCE = 0
+DEFAULT_REPLICA_MISSING_SETTLE_MS = 60_000
 OUTPUTS = {"kafka_partitions": rows.PARTITION_METRICS, "kafka_replicas": rows.REPLICA_METRICS,
            "kafka_mm2_failover": rows.MM2_FAILOVER, "kafka_coverage": rows.COVERAGE_TABLE}
 
@@ -131,10 +134,22 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
+def declared_log_dirs(request: AuditRequest) -> dict[str, dict[int, int]]:
+    """cluster -> broker -> how many log dirs the estate declares for it (`log_dirs:`; none for lab and imports)."""
+    out: dict[str, dict[int, int]] = {}
+    for c in request.clusters:
+        for d in getattr(c, "log_dirs", None) or ():
+            out.setdefault(c.name, {})[d.broker] = out.get(c.name, {}).get(d.broker, 0) + 1
+    return out
+
+
 def judge_partitions(run_id: str, assembled: Assembled, kernel: pa.Table, by_cluster: dict[str, Settings],
-                     default: Settings, brokers: dict[str, tuple[int, ...]] | None = None) -> dict:
+                     default: Settings, brokers: dict[str, tuple[int, ...]] | None = None,
+                     log_dirs: dict[str, dict[int, int]] | None = None,
+                     settle_ms: int = DEFAULT_REPLICA_MISSING_SETTLE_MS) -> dict:
     """{output: rows or Arrow table} of the partition audit: violations, coverage, kafka_partitions,
-    kafka_replicas (`brokers`: declared_brokers)."""
+    kafka_replicas (`brokers`: declared_brokers; `log_dirs`: declared_log_dirs), and the assigned replicas no log
+    dir holds (transforms/assignments.py)."""
     with _no_cyclic_gc():
         partition_states, k = states(assembled, kernel)
         out = {"violations": [], "kafka_coverage": [rows.coverage(run_id, c) for c in
@@ -147,8 +162,32 @@ def judge_partitions(run_id: str, assembled: Assembled, kernel: pa.Table, by_clu
             out["kafka_coverage"] += covered
             out["kafka_partitions"].append({**m, "run_id": run_id, "compacted": st.compacted,
                                             "findings": len(violations), "not_judged": len(covered)})
+        _assignment_rows(run_id, assembled, out, log_dirs or {}, settle_ms)
     out["kafka_replicas"] = replica_metrics(run_id, assembled, k)
     return out
+
+
+def _assignment_rows(run_id: str, assembled: Assembled, out: dict, log_dirs: dict[str, dict[int, int]],
+                     settle_ms: int) -> None:
+    """Adds to `out` the assignment check's findings and items, a kafka_partitions row for each partition only the
+    metadata knows, and their counts to every partition's row."""
+    judged = assembled.cols["pkey"][[p.first for p in assembled.partitions]] if assembled.partitions else \
+        np.zeros(0, np.int64)
+    items, unread = assignments.judge(assembled.metadata, assembled.found,
+                                      assignments.broker_reads(assembled.log_dirs, log_dirs), judged, settle_ms)
+    counts: dict[tuple, list[int]] = {}
+    for item in items:
+        n = counts.setdefault((item["cluster"], item["topic"], item["partition"]), [0, 0])
+        n[item["check"] == COVERAGE] += 1
+    violations, covered = rows.split(run_id, items)
+    out["violations"] += violations
+    out["kafka_coverage"] += covered
+    out["kafka_partitions"] += [{**m, "run_id": run_id, "compacted": None, "findings": 0, "not_judged": 0}
+                                for m in unread]
+    for m in out["kafka_partitions"]:
+        found, not_judged = counts.get((m["cluster"], m["topic"], m["partition"]), (0, 0))
+        m["findings"] += found
+        m["not_judged"] += not_judged
 
 
 def write_arrow(table: pa.Table, path: str) -> None:
@@ -168,7 +207,9 @@ def run(spark: SparkSession, tables_dir: str, root: str, request: AuditRequest) 
     kafka_violations_by_check}."""
     by_cluster, default = settings_by_cluster(request)
     assembled, kernel = state.compute(spark, tables_dir, request.scope)
-    out = judge_partitions(request.run_id, assembled, kernel, by_cluster, default, declared_brokers(request))
+    settle = getattr(request.thresholds, "kafka_replica_missing_settle_ms", DEFAULT_REPLICA_MISSING_SETTLE_MS)
+    out = judge_partitions(request.run_id, assembled, kernel, by_cluster, default, declared_brokers(request),
+                           declared_log_dirs(request), settle)
     tolerance = getattr(request.thresholds, "kafka_mm2_redelivery_tolerance", DEFAULT_REDELIVERY_TOLERANCE)
     mm2 = mm2_state.audit(spark, tables_dir, request.run_id, request.clusters, tolerance, request.scope)
     out["violations"] += mm2["violations"]

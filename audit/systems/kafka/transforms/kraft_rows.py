@@ -127,6 +127,7 @@ def fold(files: list[dict]) -> Iterator[dict]:
                    "topic_id": p["topic_id"], "origin": "kraft", "leader": p["leader"],
                    "leader_epoch": p["leader_epoch"], "partition_epoch": p["partition_epoch"],
                    "replicas": p["replicas"], "isr": p["isr"], "elr": p["elr"], "metadata_offset": p["offset"],
+                   "replicas_since_ms": p.get("replicas_at_ms"),
                    "source_key": prefix}
         leader = image["quorum_leader"]
     else:

@@ -59,6 +59,9 @@ class Assembled:
     params: Replicas                      # the same replicas in rkey order (the kernel's)
     coverage: list[dict]
     scanned: dict[str, set[int]] = field(default_factory=dict)   # cluster -> brokers whose log dirs were read
+    metadata: pa.Table | None = None      # every metadata row (pkey, cluster, topic, partition, METADATA_COLUMNS)
+    found: pa.Table | None = None         # (pkey, cluster, broker) of every replica folder found, indexed or not
+    log_dirs: list[dict] = field(default_factory=list)             # state.log_dir_reads
 
 
 def loaded_cache(entries: list[EpochEntry]) -> tuple[EpochEntry, ...]:

@@ -38,8 +38,8 @@ REPLICA_COLUMNS = ("cluster", "topic", "partition", "broker", "dir", "high_water
                    "epoch_checkpoint_error", "index_complete", "index_problem", "read_started_at_ms",
                    "read_finished_at_ms", "checkpoints_read_at_ms", "listed_at_ms")
 METADATA_COLUMNS = ("origin", "broker", "leader", "leader_epoch", "replicas", "isr", "error_code",
-                    "high_watermark", "offsets_error_code", "metadata_offset", "read_started_at_ms",
-                    "read_finished_at_ms", "offsets_read_finished_at_ms")
+                    "high_watermark", "offsets_error_code", "metadata_offset", "replicas_since_ms",
+                    "read_started_at_ms", "read_finished_at_ms", "offsets_read_finished_at_ms")
 KERNEL_SCHEMA = from_arrow_schema(batch_state.OUT_SCHEMA)
 
 
@@ -69,7 +69,8 @@ def driver_inputs(replicas: DataFrame, epochs: DataFrame, partitions: DataFrame)
     r = keyed.select(pkey().alias("pkey"), rkey().alias("rkey"), *REPLICA_COLUMNS)
     e = epochs.where(F.col("epoch").isNotNull() & F.col("start_offset").isNotNull()).select(
         rkey().alias("rkey"), F.coalesce("entry_index", F.lit(0)).alias("entry_index"), "epoch", "start_offset")
-    m = partitions.where(F.col("partition").isNotNull()).select(pkey().alias("pkey"), *METADATA_COLUMNS)
+    m = partitions.where(F.col("partition").isNotNull() & F.col("topic").isNotNull()).select(
+        pkey().alias("pkey"), "cluster", "topic", "partition", *METADATA_COLUMNS)
     return _arrow(r), _arrow(e), _arrow(m)
 
 
@@ -97,6 +98,13 @@ def task_count(spark: SparkSession, tables_dir: str) -> int:
     return max(spark.sparkContext.defaultParallelism, math.ceil(rows / ROWS_PER_TASK))
 
 
+def log_dir_reads(spark: SparkSession, tables_dir: str) -> list[dict]:
+    """One row per scanned log dir: cluster, broker, dir, when it was listed, and its skipped dirs."""
+    return [r.asDict(recursive=True) for r in table(spark, tables_dir, LOG_DIRS).where(
+        F.col("broker").isNotNull()).select("cluster", "broker", "dir", "listed_at_ms", "read_started_at_ms",
+                                            "skipped_dirs").collect()]
+
+
 def scanned_brokers(spark: SparkSession, tables_dir: str) -> dict[str, set[int]]:
     """cluster -> the brokers with a scanned log dir (kafka_log_dirs), partitions or not."""
     out: dict[str, set[int]] = {}
@@ -112,7 +120,9 @@ PARTITION_KEY = ["cluster", "topic", "partition"]
 def in_scope(spark: SparkSession, tables: dict[str, DataFrame], scope) -> dict[str, DataFrame]:
     """`tables` (name -> DataFrame with cluster, topic, partition) narrowed to the topic-partitions `scope` wants,
     judged by name on the driver over the replicas' distinct partitions (a few thousand at most)."""
-    found = tables[REPLICAS].select(*PARTITION_KEY).where(F.col("partition").isNotNull()).distinct().collect()
+    # the partitions of the log dirs and those only the metadata knows (whose replicas may all be missing)
+    found = tables[REPLICAS].select(*PARTITION_KEY).unionByName(tables[PARTITIONS].select(*PARTITION_KEY)).where(
+        F.col("partition").isNotNull()).distinct().collect()
     keep = [tuple(r) for r in found if r["topic"] is not None and wanted(scope, r["topic"], r["partition"])]
     keys = F.broadcast(spark.createDataFrame(keep, tables[REPLICAS].select(*PARTITION_KEY).schema))
     return {name: df.join(keys, PARTITION_KEY, "left_semi") for name, df in tables.items()}
@@ -124,8 +134,11 @@ def compute(spark: SparkSession, tables_dir: str, scope=None) -> tuple[Assembled
     tables = {name: table(spark, tables_dir, name) for name in (REPLICAS, EPOCHS, PARTITIONS, BATCHES)}
     if scope is not None and scope.subjects:
         tables = in_scope(spark, tables, scope)
-    assembled = assemble(*driver_inputs(tables[REPLICAS], tables[EPOCHS], tables[PARTITIONS]))
+    replicas, epochs, metadata = driver_inputs(tables[REPLICAS], tables[EPOCHS], tables[PARTITIONS])
+    assembled = assemble(replicas, epochs, metadata)
     assembled.scanned = scanned_brokers(spark, tables_dir)
+    assembled.metadata, assembled.found = metadata, replicas.select(["pkey", "cluster", "broker"])
+    assembled.log_dirs = log_dir_reads(spark, tables_dir)
     if not assembled.partitions:
         return assembled, batch_state.OUT_SCHEMA.empty_table()
     rows = kernel_rows(spark, tables[BATCHES], assembled.params, task_count(spark, tables_dir))
