@@ -124,9 +124,12 @@ class Mirror(Record):
 
     @property
     def offset_syncs_topic(self) -> str:
-        """DefaultReplicationPolicy.offsetSyncsTopic(target alias)."""
+        """DefaultReplicationPolicy.offsetSyncsTopic(the other cluster's alias): the target alias when the topic lives
+        on the source, the source alias when it lives on the target (MirrorCheckpointConfig.offsetSyncsTopic,
+        docs/formats/kafka.md §9.3)."""
         sep = self._internal_separator
-        return f"mm2-offset-syncs{sep}{self.target_alias}{sep}internal"
+        other = self.target_alias if self.offset_syncs_location == "source" else self.source_alias
+        return f"mm2-offset-syncs{sep}{other}{sep}internal"
 
     @property
     def checkpoints_topic(self) -> str:

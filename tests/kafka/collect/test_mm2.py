@@ -117,12 +117,13 @@ def test_records_appended_after_the_read_started_are_left_for_the_next_run(clust
 
 def test_offset_syncs_on_the_target_and_a_record_that_does_not_decode(clusters):
     west, east = clusters
-    east.produce("mm2-offset-syncs.east.internal", [encode_offset_sync(SYNCS[0]), (b"\x00\x09or", b"\x00")])
+    # on the target east, the topic is named after the source alias west (MirrorCheckpointConfig.offsetSyncsTopic)
+    east.produce("mm2-offset-syncs.west.internal", [encode_offset_sync(SYNCS[0]), (b"\x00\x09or", b"\x00")])
     store, report = collect(*entries(west, east, offset_syncs_location="target"))
     doc = store.doc("offset-syncs.json")
     assert len(doc["records"]) == 2 and base64.b64decode(doc["records"][1]["key_b64"]) == b"\x00\x09or"
     bad = [g for g in report.gaps if g.what.startswith("MirrorMaker 2 record")]
-    assert len(bad) == 1 and bad[0].source == "cluster east mm2-offset-syncs.east.internal-0@1"
+    assert len(bad) == 1 and bad[0].source == "cluster east mm2-offset-syncs.west.internal-0@1"
 
 
 def test_missing_topics_and_an_unknown_source_are_gaps(clusters):

@@ -57,7 +57,8 @@ def test_full_kafka_section():
     (m,) = east.mirrors
     assert (m.source_cluster, m.source_alias, m.target_alias) == ("west", "west", "east")
     assert (m.offset_syncs_location, m.translation_rule, m.groups) == ("target", RULE_OLD, ("orders-*",))
-    assert (m.offset_syncs_topic, m.checkpoints_topic) == ("mm2-offset-syncs.east.internal",
+    # on the target, the syncs topic is named after the source alias (MirrorCheckpointConfig.offsetSyncsTopic)
+    assert (m.offset_syncs_topic, m.checkpoints_topic) == ("mm2-offset-syncs.west.internal",
                                                            "west.checkpoints.internal")
     assert m.remote_topic("orders") == "west.orders" and m.selects("orders-eu") and not m.selects("billing")
     assert west.security_protocol == "PLAINTEXT" and west.mirrors == () and west.verify_crc is False

@@ -165,3 +165,11 @@ def test_epoch_policies_cut_where_the_logs_differ(history, policy):
             for offset in range(cut.offset, len(lead.records)):
                 f.cache.assign(lead.records[offset][0], offset)
                 f.records.append(lead.records[offset])
+
+
+def test_the_loaded_cache_drops_entries_past_the_log_end():
+    """An entry starting past the log end was written after the log was listed (LogLoader drops it on load); one
+    starting at the log end is a new epoch that has no record yet, and stays."""
+    log = ReplicaLog((E(0, 0), E(1, 8), E(2, 12)), 0, 8)
+    assert log.cache().entries == (E(0, 0), E(1, 8))
+    assert log.epochs[-1] == E(2, 12)      # the file as written is kept for the checkpoint checks

@@ -63,15 +63,25 @@ def test_group_reset_command_and_admin_call():
                                   separators={("east", "west"): "_"})
     assert errors == []
     behind, ahead = plans   # sorted by group
+    # back to the LOWEST offset the translation allows: at least once, never a skip (the high bound may be past
+    # what the group read: the pre-3.4.1 overshoot)
     assert (ahead["topic"], ahead["upstream_topic"], ahead["reset_to"], ahead["target_committed"]) == (
-        "west_orders", "orders", 40, 44)    # back to the highest offset the translation allows: nothing skipped
+        "west_orders", "orders", 38, 44)
     assert shlex.split(ahead["command"]) == [
         "kafka-consumer-groups.sh", "--bootstrap-server", "k1:9092,k2:9092", "--group", "pay ments",
-        "--reset-offsets", "--topic", "west_orders:2", "--to-offset", "40", "--dry-run"]
+        "--reset-offsets", "--topic", "west_orders:2", "--to-offset", "38", "--dry-run"]
     assert ahead["admin_api"] == {"call": "AlterConsumerGroupOffsets", "group_id": "pay ments",
-                                  "offsets": [{"topic": "west_orders", "partition": 2, "offset": 40}]}
+                                  "offsets": [{"topic": "west_orders", "partition": 2, "offset": 38}]}
+    assert ahead["warnings"] == [] and behind["warnings"] == []
     assert behind["reset_to"] == 36   # forward to the lowest offset the source group proves consumed
     assert "still 30" in behind["preconditions"][1]
+
+
+def test_a_reset_under_mirrormaker_2_before_3_4_1_says_it_will_be_pushed_forward_again():
+    (p,), errors = plan_findings([{**AHEAD, "evidence": AHEAD["evidence"].replace('"3.4.1+"', '"pre-3.4.1"')}])
+    assert errors == [] and p["reset_to"] == 38
+    (warning,) = p["warnings"]
+    assert "pushed forward again" in warning and "sync.group.offsets.enabled" in warning
 
 
 def test_reset_command_without_an_estate_names_what_to_fill_in():

@@ -36,7 +36,13 @@ class ReplicaLog(NamedTuple):
     high_watermark: int | None = None
 
     def cache(self) -> LeaderEpochCache:
-        return LeaderEpochCache(self.epochs)
+        """The loaded cache, less entries starting past the log end: a running broker never holds one (it assigns an
+        epoch at its log end, and truncation cuts the cache with the log), so such an entry was written after the
+        log was listed (an epoch bumped between the two reads), and Kafka itself drops it on load (LogLoader:
+        truncateFromEndAsyncFlush(nextOffset); docs/formats/kafka.md §11.4)."""
+        cache = LeaderEpochCache(self.epochs)
+        cache.truncate_from_end(self.log_end_offset + 1)
+        return cache
 
     def effective_high_watermark(self) -> int:
         """UnifiedLog.updateHighWatermark clamps the checkpointed value into [log start, log end]."""

@@ -43,7 +43,16 @@ REPLICA_ACTIONS = {   # check -> (action, why)
                                                      "fetches the rest from the leader"),
 }
 LOST = "kafka.committed_data_lost"
-GROUP_RESETS = {"kafka.mm2_target_group_ahead": ("skip", 1), "kafka.mm2_failover_redelivery": ("redeliver", 0)}
+# Both resets go to the LOW bound: the lowest downstream offset the translation allows for what the source group
+# consumed. Anything above it may skip messages the group never read (the overshoot KAFKA-12468 fixed in 3.4.1);
+# at the low bound a failover can only redeliver (at least once).
+GROUP_RESETS = {"kafka.mm2_target_group_ahead": ("skip", 0), "kafka.mm2_failover_redelivery": ("redeliver", 0)}
+# MirrorCheckpointTask.syncGroupOffset writes a translated offset whenever it is above the idle target group's
+# (docs/formats/kafka.md §12): before 3.4.1 that translation overshoots, so a reset below it is undone
+PUSHED_FORWARD = ("MirrorMaker 2 before 3.4.1 with sync.group.offsets.enabled=true writes its own translation "
+                  "(which overshoots) over an idle target group whenever that is ahead of the group: the reset "
+                  "will be pushed forward again unless MirrorMaker 2 is upgraded to 3.4.1+ or "
+                  "sync.group.offsets.enabled is turned off for this flow first")
 REBUILD_STEPS = (
     "confirm the partition's leader and at least one other in-sync replica hold the committed data (the audit's "
     "reference replica); never rebuild the leader",
@@ -185,7 +194,8 @@ def group_reset_plan(where: str, v: Mapping, ev: dict, bootstrap: str, separator
         "admin_api": {"call": "AlterConsumerGroupOffsets", "group_id": group,
                       "offsets": [{"topic": remote, "partition": partition, "offset": offset}]},
         "preconditions": [f"group {group} has no active member on cluster {cluster} (reset-offsets refuses "
-                          "otherwise)", f"its committed offset on {remote}:{partition} is still {current}"]})
+                          "otherwise)", f"its committed offset on {remote}:{partition} is still {current}"],
+        "warnings": [PUSHED_FORWARD] if ev.get("rule") == "pre-3.4.1" else []})
 
 
 def _label(i: int, v: Any) -> str:

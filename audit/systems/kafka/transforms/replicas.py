@@ -143,6 +143,18 @@ def _loaded(offsets: np.ndarray, ep: np.ndarray, st: np.ndarray) -> tuple[np.nda
             np.array([e[0] for e in flat], dtype=np.int64), np.array([e[1] for e in flat], dtype=np.int64))
 
 
+def _past_log_end_cut(offsets: np.ndarray, ep: np.ndarray, st: np.ndarray,
+                      leo: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The loaded caches less entries starting past their replica's log end (truncation.ReplicaLog.cache: an epoch
+    bumped after the log was listed)."""
+    owner = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
+    keep = st <= leo[owner] if owner.size else np.zeros(0, bool)
+    if keep.all():
+        return offsets, ep, st
+    counts = np.bincount(owner[keep], minlength=offsets.size - 1)
+    return np.concatenate(([0], np.cumsum(counts))).astype(np.int64), ep[keep], st[keep]
+
+
 def _metadata(metadata: pa.Table, pkeys: np.ndarray) -> tuple[np.ndarray, list[dict | None]]:
     """Per partition (pkeys sorted unique): the metadata row, the admin API's when present, else the KRaft replay
     of the broker whose metadata log was furthest along (then the smaller broker id); None without one."""
@@ -214,7 +226,7 @@ def assemble(replicas: pa.Table, epochs: pa.Table, metadata: pa.Table) -> Assemb
     c["check_epochs"] = (pc.fill_null(kept.column("epoch_checkpoint"), False).to_numpy(zero_copy_only=False)
                          & pc.is_null(kept.column("epoch_checkpoint_error")).to_numpy(zero_copy_only=False))
     c["w_off"], c["w_epoch"], c["w_start"] = _epochs(epochs, c["rkey"])
-    c["l_off"], c["l_epoch"], c["l_start"] = _loaded(c["w_off"], c["w_epoch"], c["w_start"])
+    c["l_off"], c["l_epoch"], c["l_start"] = _past_log_end_cut(*_loaded(c["w_off"], c["w_epoch"], c["w_start"]), leo)
     counts = np.diff(c["l_off"])
     c["latest_epoch"] = np.where(counts > 0, c["l_epoch"][np.maximum(c["l_off"][1:] - 1, 0)], NONE)
 
