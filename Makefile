@@ -56,7 +56,7 @@ audit: setup
 ## those, CI runs all three
 test: setup system-deps
 	$(BIN)/ruff check .
-	$(BIN)/pytest -n $(WORKERS) -m "not slow and not deploy"
+	$(BIN)/pytest -n $(WORKERS) --dist worksteal -m "not slow and not deploy"
 
 ## deploy-test: the audit job submitted with spark-submit to a real Spark standalone master and worker on loopback
 ## (tests marked deploy): a minute of four JVMs, for a change to spark_jobs/, the session setup or docker/
@@ -68,7 +68,7 @@ deploy-test: setup system-deps
 ## 0 to 120 s apart), each audited in one run and checked exact seed by seed. To print one of those scorecards:
 ## `replaudit demo --estate lab/estate-seeds.yaml` (or estate-pulsar-seeds.yaml, estate-kafka-seeds.yaml)
 scorecard: setup system-deps
-	$(BIN)/pytest -n $(WORKERS) -m slow
+	$(BIN)/pytest -n $(WORKERS) --dist worksteal -m slow
 
 ## bench: benchmarks (not part of test); prints a table, writes bench/results.json
 bench: setup system-deps
