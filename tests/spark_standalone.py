@@ -63,7 +63,7 @@ class StandaloneCluster:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.ui}/json/", timeout=1) as r:
                     if json.loads(r.read()).get("aliveworkers", 0) >= 1:
                         return
-            except OSError:
+            except (OSError, ValueError):   # not listening yet, or its UI answering before the JSON handler is up
                 pass
             time.sleep(0.2)     # poll interval; the loop ends when the worker registered or at the deadline
         raise RuntimeError(f"no worker registered with {self.master_url} in {self.start_timeout_s} s: {self.logs()}")
