@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from audit.systems.kafka.domain.assignment import MISSING, Assigned, BrokerRead, missing_replicas, unread_metrics
+from audit.systems.kafka.domain.assignment import (MISSING, STRAY, Assigned, BrokerRead, is_stray, missing_replicas,
+                                                   stray_replica, unread_metrics)
 from audit.systems.kafka.domain.checks import COVERAGE
 from audit.systems.kafka.domain.subjects import special_partition
 
@@ -78,3 +79,24 @@ def test_a_partition_no_log_dir_showed_still_counts():
 ])
 def test_special_partition_dirs(name, expected):
     assert special_partition(name) == expected
+
+
+B64 = "AQIDBAUGBwgJCgsMDQ4PEA"                     # bytes 1..16, as partition.metadata and KRaft write it
+STRAY_CASES = [
+    (B64, "01020304-0506-0708-090a-0b0c0d0e0f10", False),   # the same id, as an admin client prints it
+    (B64, B64, False),
+    ("EBESExQVFhcYGRobHB0eHw", B64, True),                 # another topic id: a deleted topic's copy
+    (None, B64, False), (B64, None, False),                 # unknown on either side: nothing to say
+    ("not a uuid", B64, False),
+]
+
+
+@pytest.mark.parametrize("replica, metadata, stray", STRAY_CASES)
+def test_a_replica_of_another_topic_id_is_stray(replica, metadata, stray):
+    assert is_stray(replica, metadata) is stray
+
+
+def test_the_stray_finding_names_both_ids():
+    f = stray_replica("c", "orders", 0, 3, "EBESExQVFhcYGRobHB0eHw", B64, "dir0")
+    assert (f["check"], f["severity"], f["broker"]) == (STRAY, "warning", 3)
+    assert f["detail"] == {"replica_topic_id": "EBESExQVFhcYGRobHB0eHw", "metadata_topic_id": B64, "dir": "dir0"}

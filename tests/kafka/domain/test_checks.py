@@ -36,4 +36,5 @@ def test_every_check_is_raised_by_a_case():
     raised |= {c for _, _, _, expected in test_partition.KIP101 for c, *_ in expected}
     raised |= {c for _, _, _, expected in test_mm2.GROUPS for c, *_ in expected}
     raised |= {c for case in test_assignment.CASES for c, _ in case[-1]}
+    raised |= {assignment.STRAY} if any(stray for *_, stray in test_assignment.STRAY_CASES) else set()
     assert raised - {COVERAGE} == set(CHECKS)

@@ -14,12 +14,48 @@ A broker whose log dirs were not (all) read says nothing: the replica is not jud
 read at all still counts (`unread_metrics`)."""
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from typing import Iterable
 
 from audit.systems.kafka.domain.checks import CHECKS, COVERAGE
 
 MISSING = "kafka.replica_missing"
+STRAY = "kafka.stray_replica"
+
+
+def topic_id_bytes(text: str | None) -> bytes | None:
+    """A topic id as 16 bytes, from Kafka's URL-safe base64 text (partition.metadata, KRaft records) or the UUID
+    text an admin client prints; None when absent or not a topic id."""
+    if not text:
+        return None
+    try:
+        if len(text) == 36 and text.count("-") == 4:
+            raw = bytes.fromhex(text.replace("-", ""))
+        else:
+            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except ValueError:
+        return None
+    return raw if len(raw) == 16 else None
+
+
+def is_stray(replica_topic_id: str | None, metadata_topic_id: str | None) -> bool:
+    """True when the replica's partition.metadata names another topic id than the metadata: a copy of a deleted
+    topic's partition (re-created under the same name while the broker was down; Kafka renames it `-stray` only
+    when the broker starts)."""
+    a, b = topic_id_bytes(replica_topic_id), topic_id_bytes(metadata_topic_id)
+    return a is not None and b is not None and a != b
+
+
+def stray_replica(cluster: str, topic: str, partition: int, broker: int, replica_topic_id: str,
+                  metadata_topic_id: str, where: str | None) -> dict:
+    """The finding for a stray copy: reported, never judged against the topic the metadata now has."""
+    return {"check": STRAY, "severity": CHECKS[STRAY].severity, "cluster": cluster, "topic": topic,
+            "partition": partition, "broker": broker, "offset_from": None, "offset_to": None, "entry_count": 0,
+            "message": f"broker {broker} holds a copy of {topic}-{partition} from topic id {replica_topic_id}, not "
+                       f"the metadata's {metadata_topic_id} (a deleted topic's replica left behind): not judged "
+                       "against the new topic",
+            "detail": {"replica_topic_id": replica_topic_id, "metadata_topic_id": metadata_topic_id, "dir": where}}
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,10 @@ CHECKS: Mapping[str, Check] = {
     "kafka.replica_missing": Check(
         "major", "a broker whose log dirs were all read holds no folder of a partition the metadata has assigned it "
                  "for longer than the settle time: that replica's data is not there (domain/assignment.py)"),
+    "kafka.stray_replica": Check(
+        "warning", "a broker holds a partition folder whose partition.metadata topic id is not the metadata's: a "
+                   "copy of a deleted topic left behind (Kafka renames it -stray only at start-up); reported and "
+                   "left out of every other rule"),
     "kafka.high_watermark_above_log_end": Check(
         "warning", "a replica's checkpointed high watermark is above its log end offset: it lost offsets it had "
                    "exposed as committed (unflushed tail, or a truncation below the high watermark)"),

@@ -162,6 +162,8 @@ def judge_partitions(run_id: str, assembled: Assembled, kernel: pa.Table, by_clu
             out["kafka_coverage"] += covered
             out["kafka_partitions"].append({**m, "run_id": run_id, "compacted": st.compacted,
                                             "findings": len(violations), "not_judged": len(covered)})
+        strays, _ = rows.split(run_id, assembled.findings)
+        out["violations"] += strays
         _assignment_rows(run_id, assembled, out, log_dirs or {}, settle_ms)
     out["kafka_replicas"] = replica_metrics(run_id, assembled, k)
     return out

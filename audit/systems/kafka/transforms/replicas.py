@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from audit.systems.kafka.domain.assignment import is_stray, stray_replica
 from audit.systems.kafka.domain.epochs import EpochEntry, LeaderEpochCache
 from audit.systems.kafka.domain.partition import PartitionMetadata, PartitionState, ReplicaState
 from audit.systems.kafka.transforms.batch_state import FOLLOWER, IGNORED, NONE, REFERENCE, Replicas
@@ -62,6 +63,8 @@ class Assembled:
     metadata: pa.Table | None = None      # every metadata row (pkey, cluster, topic, partition, METADATA_COLUMNS)
     found: pa.Table | None = None         # (pkey, cluster, broker) of every replica folder found, indexed or not
     log_dirs: list[dict] = field(default_factory=list)             # state.log_dir_reads
+    findings: list[dict] = field(default_factory=list)             # the domain's stray-replica findings
+    stray_rkeys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))   # their replicas, left out
 
 
 def loaded_cache(entries: list[EpochEntry]) -> tuple[EpochEntry, ...]:
@@ -208,6 +211,7 @@ def references(part: np.ndarray, starts: np.ndarray, broker: np.ndarray, latest:
 def assemble(replicas: pa.Table, epochs: pa.Table, metadata: pa.Table) -> Assembled:
     """Partitions and kernel parameters from the collected rows (replicas and metadata carry `pkey`, replicas and
     epochs `rkey`; see state.py)."""
+    replicas, strays = _without_strays(replicas, metadata)
     kept, coverage = _select_replicas(replicas)
     _check_keys(replicas, "pkey", ["cluster", "topic", "partition"])
     _check_keys(replicas, "rkey", ["cluster", "topic", "partition", "broker", "dir"])
@@ -255,7 +259,27 @@ def assemble(replicas: pa.Table, epochs: pa.Table, metadata: pa.Table) -> Assemb
                                     md["high_watermark"] if hw_ok else None,
                                     md["offsets_read_finished_at_ms"] if hw_ok else None, bool(compacted[i]),
                                     None if ref[i] < 0 else int(c["broker"][ref[i]])))
-    return Assembled(partitions, kept, c, _params(c), coverage)
+    return Assembled(partitions, kept, c, _params(c), coverage, findings=[s for s, _ in strays],
+                     stray_rkeys=np.array([k for _, k in strays], dtype=np.int64))
+
+
+def _without_strays(replicas: pa.Table, metadata: pa.Table) -> tuple[pa.Table, list[tuple[dict, int]]]:
+    """The replica rows less stray copies (domain/assignment.is_stray against the partition's metadata row), and a
+    finding with its rkey for each stray."""
+    if not replicas.num_rows or "topic_id" not in replicas.column_names:
+        return replicas, []
+    pkeys = ints(replicas, "pkey")
+    unique = np.unique(pkeys)
+    _, rows = _metadata(metadata, unique)
+    meta_ids = {int(k): r["topic_id"] for k, r in zip(unique.tolist(), rows) if r is not None and r["topic_id"]}
+    ids = replicas.column("topic_id").to_pylist()
+    stray = np.array([is_stray(t, meta_ids.get(k)) for k, t in zip(pkeys.tolist(), ids)], dtype=bool)
+    if not stray.any():
+        return replicas, []
+    found = [(stray_replica(r["cluster"], r["topic"], r["partition"], r["broker"], r["topic_id"],
+                            meta_ids[r["pkey"]], r["dir"]), r["rkey"])
+             for r in replicas.filter(pa.array(stray)).to_pylist()]
+    return replicas.filter(pa.array(~stray)), found
 
 
 def _params(c: dict) -> Replicas:

@@ -21,6 +21,7 @@ import math
 import os
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -36,8 +37,8 @@ ROWS_PER_TASK = 1_500_000     # batch rows one kernel call holds in memory (~13 
 REPLICA_COLUMNS = ("cluster", "topic", "partition", "broker", "dir", "high_watermark", "log_start_offset",
                    "cleaner_offset", "log_end_offset", "first_batch_offset", "epoch_checkpoint",
                    "epoch_checkpoint_error", "index_complete", "index_problem", "read_started_at_ms",
-                   "read_finished_at_ms", "checkpoints_read_at_ms", "listed_at_ms")
-METADATA_COLUMNS = ("origin", "broker", "leader", "leader_epoch", "replicas", "isr", "error_code",
+                   "read_finished_at_ms", "checkpoints_read_at_ms", "listed_at_ms", "topic_id")
+METADATA_COLUMNS = ("origin", "topic_id", "broker", "leader", "leader_epoch", "replicas", "isr", "error_code",
                     "high_watermark", "offsets_error_code", "metadata_offset", "replicas_since_ms",
                     "read_started_at_ms", "read_finished_at_ms", "offsets_read_finished_at_ms")
 KERNEL_SCHEMA = from_arrow_schema(batch_state.OUT_SCHEMA)
@@ -137,7 +138,9 @@ def compute(spark: SparkSession, tables_dir: str, scope=None) -> tuple[Assembled
     replicas, epochs, metadata = driver_inputs(tables[REPLICAS], tables[EPOCHS], tables[PARTITIONS])
     assembled = assemble(replicas, epochs, metadata)
     assembled.scanned = scanned_brokers(spark, tables_dir)
-    assembled.metadata, assembled.found = metadata, replicas.select(["pkey", "cluster", "broker"])
+    # a stray copy (another topic id) holds nothing of the partition the metadata assigns
+    held = replicas.filter(pa.array(~np.isin(replicas.column("rkey").to_numpy(), assembled.stray_rkeys)))
+    assembled.metadata, assembled.found = metadata, held.select(["pkey", "cluster", "broker"])
     assembled.log_dirs = log_dir_reads(spark, tables_dir)
     if not assembled.partitions:
         return assembled, batch_state.OUT_SCHEMA.empty_table()
