@@ -11,7 +11,7 @@ the releases read):
 - before leader epochs (0.10.2) a new follower cuts its log at its own high watermark.
 
 Policies (`truncation_policy_for` maps a declared inter.broker.protocol.version to one; §11):
-  "leader-epoch"          Fetch carries lastFetchedEpoch, the leader answers DivergingEpoch (IBP >= 2.7)
+  "leader-epoch"          Fetch carries lastFetchedEpoch, the leader answers DivergingEpoch (IBP >= 2.7-IV1, KIP-595)
   "leader-epoch-request"  OffsetsForLeaderEpoch v1+ before fetching (2.0 <= IBP < 2.7)
   "leader-epoch-v0"       OffsetsForLeaderEpoch v0: the answer has no epoch (0.11 <= IBP < 2.0)
   "high-watermark"        cut at the follower's own high watermark (IBP < 0.11)
