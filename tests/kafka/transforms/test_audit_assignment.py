@@ -32,11 +32,12 @@ FOLDERS = {   # broker -> the orders partitions its log dir holds
 }
 
 
-def _metadata_log(root: Path) -> None:
+def _metadata_log(root: Path, batches_: list[tuple[int, list]] | None = None) -> None:
+    """`root`/__cluster_metadata-0: one batch per (timestamp, records) of `batches_` (default RECORDS)."""
     d = root / META
     d.mkdir(parents=True, exist_ok=True)
     log, offset = b"", 0
-    for ts, records in RECORDS:
+    for ts, records in RECORDS if batches_ is None else batches_:
         log += kraft.encode_metadata_batch(offset, 1, records, ts)
         offset += len(records)
     (d / segment_name(0)).write_bytes(log)

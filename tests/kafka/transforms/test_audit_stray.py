@@ -24,23 +24,16 @@ CASES = {"re-created": OLD, "same-topic": ORDERS}
 
 
 @pytest.fixture(scope="module")
-def outputs(spark, tmp_path_factory, monkeypatch_module) -> dict:
+def outputs(spark, tmp_path_factory) -> dict:
     tmp = tmp_path_factory.mktemp("stray")
-    monkeypatch_module.setattr("tests.kafka.transforms.test_audit_assignment.RECORDS", RECORDS)
     for case, third_id in CASES.items():
         for broker in (1, 2, 3):
             # brokers 1 and 2: the new topic, 4 offsets in epoch 0; broker 3: 6 offsets of other batches
             log, topic_id = (batches(0, 2, 0), ORDERS) if broker < 3 else (batches(0, 3, 0, size=30), third_id)
             root = write_log_dir(tmp / case / f"b{broker}", broker, [("orders", 0, 4)], kraft=True)
             write_partition(root, "orders-0", {0: log}, [(0, 0)], topic_id=topic_id)
-            _metadata_log(root)
+            _metadata_log(root, RECORDS)
     return _collect_and_audit(tmp, {case: (1, 2, 3) for case in CASES})
-
-
-@pytest.fixture(scope="module")
-def monkeypatch_module():
-    with pytest.MonkeyPatch.context() as mp:
-        yield mp
 
 
 def test_a_copy_of_the_deleted_topic_is_stray_and_judged_for_nothing_else(outputs):
