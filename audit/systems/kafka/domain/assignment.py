@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
-from audit.systems.kafka.domain.checks import CHECKS, COVERAGE
+from audit.systems.kafka.domain.checks import COVERAGE
+from audit.systems.kafka.domain.partition import item
 
 MISSING = "kafka.replica_missing"
 STRAY = "kafka.stray_replica"
@@ -50,12 +51,19 @@ def is_stray(replica_topic_id: str | None, metadata_topic_id: str | None) -> boo
 def stray_replica(cluster: str, topic: str, partition: int, broker: int, replica_topic_id: str,
                   metadata_topic_id: str, where: str | None) -> dict:
     """The finding for a stray copy: reported, never judged against the topic the metadata now has."""
-    return {"check": STRAY, "severity": CHECKS[STRAY].severity, "cluster": cluster, "topic": topic,
-            "partition": partition, "broker": broker, "offset_from": None, "offset_to": None, "entry_count": 0,
-            "message": f"broker {broker} holds a copy of {topic}-{partition} from topic id {replica_topic_id}, not "
-                       f"the metadata's {metadata_topic_id} (a deleted topic's replica left behind): not judged "
-                       "against the new topic",
-            "detail": {"replica_topic_id": replica_topic_id, "metadata_topic_id": metadata_topic_id, "dir": where}}
+    return item(_Partition(cluster, topic, partition), STRAY, broker, None, None, 0,
+                f"broker {broker} holds a copy of {topic}-{partition} from topic id {replica_topic_id}, not the "
+                f"metadata's {metadata_topic_id} (a deleted topic's replica left behind): not judged against the "
+                "new topic", {"replica_topic_id": replica_topic_id, "metadata_topic_id": metadata_topic_id,
+                              "dir": where})
+
+
+class _Partition(NamedTuple):
+    """What partition.item needs to name a partition."""
+
+    cluster: str
+    topic: str
+    partition: int
 
 
 @dataclass(frozen=True)
@@ -82,12 +90,7 @@ class Assigned:
 
 
 def _item(p: Assigned, check: str, broker: int | None, message: str, detail: dict) -> dict:
-    row = {"check": check, "severity": CHECKS[check].severity if check in CHECKS else None, "cluster": p.cluster,
-           "topic": p.topic, "partition": p.partition, "broker": broker, "offset_from": None, "offset_to": None,
-           "entry_count": 0, "message": message, "detail": detail}
-    if check == COVERAGE:
-        row["what"] = message
-    return row
+    return item(p, check, broker, None, None, 0, message, detail)
 
 
 def missing_replicas(p: Assigned, found: Iterable[int], reads: dict[int, BrokerRead], settle_ms: int) -> list[dict]:

@@ -77,7 +77,7 @@ def differing(r: ReplicaState, reference_log_end_offset: int) -> list[Range]:
                  + [(max(reference_log_end_offset, r.log_start_offset), r.log_end_offset)])
 
 
-def _row(state: PartitionState, check: str, broker: int | None, first: int | None, end: int | None, count: int,
+def item(state: PartitionState, check: str, broker: int | None, first: int | None, end: int | None, count: int,
          message: str, detail: dict) -> dict:
     row = {"check": check, "severity": CHECKS[check].severity if check in CHECKS else None,
            "cluster": state.cluster, "topic": state.topic, "partition": state.partition, "broker": broker,
@@ -90,7 +90,7 @@ def _row(state: PartitionState, check: str, broker: int | None, first: int | Non
 
 def _coverage(state: PartitionState, broker: int | None, what: str, rng: Range | None, detail: dict) -> dict:
     first, end = rng if rng else (None, None)
-    return _row(state, COVERAGE, broker, first, end, 0 if rng is None else end - first, what, detail)
+    return item(state, COVERAGE, broker, first, end, 0 if rng is None else end - first, what, detail)
 
 
 UNKNOWN_CACHE = "leader-epoch-checkpoint absent or undecodable: epoch rules not judged"
@@ -106,25 +106,25 @@ def _replica_checks(state: PartitionState, r: ReplicaState) -> list[dict]:
     bad = checkpoint_problem_entries(r.epochs)
     if bad or r.checkpoint_problems:
         starts = [e.start_offset for _, e, _ in bad]
-        out.append(_row(state, "kafka.epoch_checkpoint_invalid", r.broker, min(starts, default=None),
-                        max(starts) + 1 if starts else None, len({i for i, _, _ in bad}) or len(r.checkpoint_problems),
-                        "leader-epoch-checkpoint breaks its invariants",
-                        {"problems": [f"entry {i} ({e.epoch} {e.start_offset}): {why}" for i, e, why in bad]
-                         + list(r.checkpoint_problems), "entries": [list(e) for e in r.epochs]}))
+        out.append(item(state, "kafka.epoch_checkpoint_invalid", r.broker, min(starts, default=None),
+                       max(starts) + 1 if starts else None, len({i for i, _, _ in bad}) or len(r.checkpoint_problems),
+                       "leader-epoch-checkpoint breaks its invariants",
+                       {"problems": [f"entry {i} ({e.epoch} {e.start_offset}): {why}" for i, e, why in bad]
+                        + list(r.checkpoint_problems), "entries": [list(e) for e in r.epochs]}))
     if r.batch_epoch_violations:
         last = r.batch_epoch_violation_last_offset
-        out.append(_row(state, "kafka.batch_epoch_outside_cache", r.broker, r.batch_epoch_violation_first_offset,
-                        None if last is None else last + 1, r.batch_epoch_violation_offsets,
-                        f"{r.batch_epoch_violations} committed batches carry an epoch the leader-epoch cache does "
-                        "not give their offsets", {"batches": r.batch_epoch_violations,
-                                                   "entries": [list(e) for e in r.cache().entries]}))
+        out.append(item(state, "kafka.batch_epoch_outside_cache", r.broker, r.batch_epoch_violation_first_offset,
+                       None if last is None else last + 1, r.batch_epoch_violation_offsets,
+                       f"{r.batch_epoch_violations} committed batches carry an epoch the leader-epoch cache does "
+                       "not give their offsets", {"batches": r.batch_epoch_violations,
+                                                  "entries": [list(e) for e in r.cache().entries]}))
     if r.high_watermark is not None and r.high_watermark > r.log_end_offset:
         rng = (r.log_end_offset, r.high_watermark)
         detail = {"high_watermark": r.high_watermark, "log_end_offset": r.log_end_offset,
                   "high_watermark_read_at_ms": r.hw_read_at_ms, "read_at_ms": r.read_at_ms}
         if r.own_order_ok():   # else the HW was read after the log: appends in between explain it
-            out.append(_row(state, "kafka.high_watermark_above_log_end", r.broker, *rng, rng[1] - rng[0],
-                            f"high watermark {r.high_watermark} above log end offset {r.log_end_offset}", detail))
+            out.append(item(state, "kafka.high_watermark_above_log_end", r.broker, *rng, rng[1] - rng[0],
+                           f"high watermark {r.high_watermark} above log end offset {r.log_end_offset}", detail))
     return out
 
 
@@ -228,8 +228,8 @@ def _isr_check(state: PartitionState, leader: ReplicaState, r: ReplicaState) -> 
               "isr": list(md.isr), "high_watermark_read_at_ms": hw_at, "metadata_read_at_ms": md.read_at_ms,
               "read_at_ms": r.read_at_ms}
     if not_after(hw_at, md.read_at_ms) and not_after(md.read_at_ms, r.read_at_ms):
-        return [_row(state, "kafka.isr_missing_committed", r.broker, *rng, rng[1] - rng[0],
-                     f"in-sync replica ends at {r.log_end_offset}, below the leader's high watermark {hw}", detail)]
+        return [item(state, "kafka.isr_missing_committed", r.broker, *rng, rng[1] - rng[0],
+                    f"in-sync replica ends at {r.log_end_offset}, below the leader's high watermark {hw}", detail)]
     return [_coverage(state, r.broker, "in-sync replica below the leader's high watermark, the ISR was not read "
                                        "between the two", rng, detail)]
 
@@ -244,24 +244,24 @@ def _follower_findings(state: PartitionState, settings: Settings, leader: Replic
     if v.kept_divergent:
         ranges, below = v.kept_divergent, min(r.exposed_end(), leader.exposed_end())
         count = size(ranges)
-        out.append(_row(state, "kafka.divergent_logs", r.broker, ranges[0][0], ranges[-1][1], count,
-                        f"{count} offsets differ from the leader's and the truncation rule keeps them",
-                        {**base, "ranges": [{"from": a, "to": b - 1} for a, b in ranges],
-                         "below_both_high_watermarks": ranges[-1][1] <= below}))
+        out.append(item(state, "kafka.divergent_logs", r.broker, ranges[0][0], ranges[-1][1], count,
+                       f"{count} offsets differ from the leader's and the truncation rule keeps them",
+                       {**base, "ranges": [{"from": a, "to": b - 1} for a, b in ranges],
+                        "below_both_high_watermarks": ranges[-1][1] <= below}))
     for rng, why in v.not_judged:
         out.append(_coverage(state, r.broker, f"exposed offsets not on the leader: {why}", rng, base))
     if v.lineage and v.lineage[1]:
         (low, high), differing = v.lineage
-        out.append(_row(state, "kafka.epoch_lineage_mismatch", r.broker, low, high, differing,
-                        f"epoch caches disagree on {differing} committed offsets both logs hold",
-                        {**base, "entries": [list(e) for e in r.cache().entries_in_range(low, high)],
-                         "leader_entries": [list(e) for e in leader.cache().entries_in_range(low, high)]}))
+        out.append(item(state, "kafka.epoch_lineage_mismatch", r.broker, low, high, differing,
+                       f"epoch caches disagree on {differing} committed offsets both logs hold",
+                       {**base, "entries": [list(e) for e in r.cache().entries_in_range(low, high)],
+                        "leader_entries": [list(e) for e in leader.cache().entries_in_range(low, high)]}))
     if settings.follower_lag_max is not None:
         lower = v.lag_bounds[0]   # read before the leader: only an upper bound, the traffic in between explains it
         if lower is not None and lower > settings.follower_lag_max:
-            out.append(_row(state, "kafka.follower_lagging", r.broker, r.log_end_offset, leader.log_end_offset,
-                            lower, f"at least {lower} offsets behind the leader", {**base, "lag_max":
-                                                                                  settings.follower_lag_max}))
+            out.append(item(state, "kafka.follower_lagging", r.broker, r.log_end_offset, leader.log_end_offset,
+                           lower, f"at least {lower} offsets behind the leader", {**base, "lag_max":
+                                                                                 settings.follower_lag_max}))
     return out + _isr_check(state, leader, r)
 
 
@@ -272,16 +272,16 @@ def _lost_finding(state: PartitionState, leader: ReplicaState, lost: list) -> li
     ranges = merge([rng for _, rng, _ in lost])
     exposed_by = {}
     for r, rng, proof in lost:
-        item = exposed_by.setdefault(r.broker, {"broker": r.broker, "ranges": [], "producer_ids":
-                                                sorted(r.unmatched_producer_ids), "first_timestamp_ms":
-                                                r.unmatched_first_timestamp_ms, "last_timestamp_ms":
-                                                r.unmatched_last_timestamp_ms, "high_watermark": r.high_watermark})
-        item["ranges"].append({"from": rng[0], "to": rng[1] - 1, "proof": proof})
+        entry = exposed_by.setdefault(r.broker, {"broker": r.broker, "ranges": [], "producer_ids":
+                                                 sorted(r.unmatched_producer_ids), "first_timestamp_ms":
+                                                 r.unmatched_first_timestamp_ms, "last_timestamp_ms":
+                                                 r.unmatched_last_timestamp_ms, "high_watermark": r.high_watermark})
+        entry["ranges"].append({"from": rng[0], "to": rng[1] - 1, "proof": proof})
     count = size(ranges)
-    return [_row(state, "kafka.committed_data_lost", leader.broker, ranges[0][0], ranges[-1][1], count,
-                 f"{count} committed offsets are not on the leader", {
-                     "leader": leader.broker, "ranges": [{"from": a, "to": b - 1} for a, b in ranges],
-                     "exposed_by": [exposed_by[b] for b in sorted(exposed_by)]})]
+    return [item(state, "kafka.committed_data_lost", leader.broker, ranges[0][0], ranges[-1][1], count,
+                f"{count} committed offsets are not on the leader", {
+                    "leader": leader.broker, "ranges": [{"from": a, "to": b - 1} for a, b in ranges],
+                    "exposed_by": [exposed_by[b] for b in sorted(exposed_by)]})]
 
 
 def judge(state: PartitionState, settings: Settings = Settings()) -> tuple[list[dict], list[FollowerView], int | None,
@@ -312,9 +312,9 @@ def judge(state: PartitionState, settings: Settings = Settings()) -> tuple[list[
     out += _lost_finding(state, leader, lost)
     if leader.sequence_gaps and not state.compacted:
         first, last = leader.sequence_gap_first_offset, leader.sequence_gap_last_offset
-        out.append(_row(state, "kafka.producer_sequence_gap", leader.broker, first,
-                        None if last is None else last + 1, leader.sequence_gaps,
-                        f"{leader.sequence_gaps} producer sequence gaps among committed batches", {}))
+        out.append(item(state, "kafka.producer_sequence_gap", leader.broker, first,
+                       None if last is None else last + 1, leader.sequence_gaps,
+                       f"{leader.sequence_gaps} producer sequence gaps among committed batches", {}))
     return out, views, ref, how
 
 

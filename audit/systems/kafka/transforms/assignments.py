@@ -16,7 +16,7 @@ import pyarrow as pa
 from audit.systems.kafka.domain.assignment import Assigned, BrokerRead, missing_replicas, unread_metrics
 from audit.systems.kafka.domain.checks import COVERAGE
 from audit.systems.kafka.domain.subjects import special_partition
-from audit.systems.kafka.transforms.replicas import ADMIN, _metadata, ints
+from audit.systems.kafka.transforms.replicas import _metadata, _partition_metadata, ints
 
 
 def broker_reads(log_dirs: list[dict], declared: dict[str, dict[int, int]]) -> dict[str, dict[int, BrokerRead]]:
@@ -36,11 +36,10 @@ def broker_reads(log_dirs: list[dict], declared: dict[str, dict[int, int]]) -> d
 
 
 def _assigned(row: dict) -> Assigned:
-    read_at = row["read_finished_at_ms"] if row["origin"] == ADMIN else row["read_started_at_ms"]
-    since = row["replicas_since_ms"] if row["replicas_since_ms"] is not None else read_at
-    leader = row["leader"] if row["leader"] is not None and row["leader"] >= 0 else None
-    return Assigned(row["cluster"], row["topic"], row["partition"], tuple(row["replicas"] or ()),
-                    None if row["isr"] is None else tuple(row["isr"]), leader, row["leader_epoch"], since)
+    md = _partition_metadata(row)     # leader, ISR and read instant as the partition audit reads them
+    since = row["replicas_since_ms"] if row["replicas_since_ms"] is not None else md.read_at_ms
+    return Assigned(row["cluster"], row["topic"], row["partition"], md.replicas, md.isr, md.leader, md.leader_epoch,
+                    since)
 
 
 def judge(metadata: pa.Table | None, found: pa.Table | None, reads: dict[str, dict[int, BrokerRead]],
