@@ -66,13 +66,14 @@ def _estate(tmp: Path, clusters: dict[str, tuple]) -> Path:
     return path
 
 
-def _collect_and_audit(tmp: Path, clusters: dict[str, tuple]) -> dict[str, dict]:
+def _collect_and_audit(tmp: Path, clusters: dict[str, tuple], sink=DirSink) -> dict[str, dict]:
     """Collect each cluster's log dirs as the collector does (brokers one after another, one clock), then both jobs
-    once over every cluster (one Spark job per stage for all the cases); the outputs split by cluster."""
+    once over every cluster (one Spark job per stage for all the cases); the outputs split by cluster. `sink(root)`:
+    the raw sink of a cluster (a test's sink may change the log dirs while they are read)."""
     estate = _estate(tmp, clusters)
     for cluster in load_estate(str(estate)).clusters("kafka"):
         report = KafkaCollector(now_ms=itertools.count(T0).__next__).collect(
-            cluster, DirSink(tmp / "raw" / "kafka" / cluster.name), SecretResolver(environ={}))
+            cluster, sink(tmp / "raw" / "kafka" / cluster.name), SecretResolver(environ={}))
         assert report.gaps == [] and report.counts["log_dirs_scanned"] == len(clusters[cluster.name])
     run.main(["--system", "kafka", "--stage", "normalize", "--input", str(tmp / "raw"),
               "--output", str(tmp / "tables")])
@@ -80,6 +81,7 @@ def _collect_and_audit(tmp: Path, clusters: dict[str, tuple]) -> dict[str, dict]
               "--output", str(tmp / "attempt"), "--estate", str(estate), "--run-id", "r1"])
     outs: dict[str, dict] = {name: {} for name in clusters}
     for table, path in (("tables", tmp / "tables" / "kafka_partitions"),
+                        ("tables_replicas", tmp / "tables" / "kafka_replicas"),
                         ("quarantine", tmp / "tables" / "quarantine"),
                         ("partitions", tmp / "attempt" / "metrics" / "kafka_partitions"),
                         ("replicas", tmp / "attempt" / "metrics" / "kafka_replicas"),

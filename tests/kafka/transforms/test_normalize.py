@@ -218,7 +218,7 @@ def test_the_real_log_dir_decodes_cleanly_internal_topics_included(out):
     assert len(batches) == 11 and all(b["crc_valid"] for b in batches)
     (log_dir,) = [d for d in got["kafka_log_dirs"] if d["broker"] == 0]
     assert (log_dir["meta_broker_id"], log_dir["meta_mode"], log_dir["partitions"]) == (0, "zookeeper", 51)
-    assert len(log_dir["checkpoint_files"]) == 4 and log_dir["checkpoint_errors"] == []
+    assert len(log_dir["checkpoint_files"]) == 5 and log_dir["checkpoint_errors"] == []   # cleaner-offset twice
 
 
 def test_replicas_join_checkpoints_index_and_scan(out):

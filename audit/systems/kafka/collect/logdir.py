@@ -11,7 +11,11 @@ Reading order, so that values read at different instants stay comparable (docs/k
 apart"): first the dir's checkpoints (a high watermark only trails the log end offset), then the listing with every
 segment's size (a log end offset only grows), then per partition its leader-epoch-checkpoint (written when an epoch
 is assigned, before that epoch's batches are appended) and its segments up to the sizes listed. So a healthy
-broker's copy never shows a HW above the LEO, nor a batch whose epoch is missing from the checkpoint. A broker
+broker's copy never shows a HW above the LEO, nor a batch whose epoch is missing from the checkpoint. The log cleaner
+rewrites batches below its new first dirty offset before it checkpoints that offset (docs/formats/kafka.md §11.5):
+after the segments the dir's cleaner-offset-checkpoint is read again (`cleaner-offset-checkpoint.after-segments`:
+it only grows), and a partition dir that holds a cleaner's `.cleaned` or `.swap` file when it is listed or after its
+segments were read is named in batches.json `cleaning` (a pass in progress, not yet checkpointed). A broker
 still writing is normal: a segment deleted after the listing is `vanished`, a growing active segment is read up to
 its listed size, and a partial batch at that size is the segment's `tail`. A broken batch header ends that
 segment's index with an error naming the file and the byte offset, and the scan goes on with the next file;
@@ -39,8 +43,9 @@ from typing import Callable, NamedTuple
 from audit.collectors.base import CoverageGap
 from audit.systems.kafka.domain.subjects import partition_dir, wanted
 from audit.errors import PayloadError
-from audit.systems.kafka.formats.checkpoint import (LEADER_EPOCH_CHECKPOINT_FILE, OFFSET_CHECKPOINT_FILES,
-                                            parse_leader_epoch_checkpoint, parse_offsets_checkpoint)
+from audit.systems.kafka.formats.checkpoint import (CLEANER_REREAD, LEADER_EPOCH_CHECKPOINT_FILE,
+                                                    OFFSET_CHECKPOINT_FILES, parse_leader_epoch_checkpoint,
+                                                    parse_offsets_checkpoint)
 from audit.systems.kafka.formats.properties import parse_meta_properties, parse_partition_metadata
 from audit.systems.kafka.formats.segment import batch_columns, scan_segment, segment_base_offset
 
@@ -54,6 +59,8 @@ SCAN_FILE, BATCHES_FILE = "scan.json", "batches.json"
 _SPECIAL_DIR = re.compile(r"^(\S+)-(\S+)\.(\S+)-(delete|future|stray)$")   # LocalLog Delete/Future/StrayDirPattern
 _SNAPSHOT = re.compile(r"^\d{20}-\d{10}\.checkpoint$")                      # Snapshots.filenameFromSnapshotId
 _SEGMENT = re.compile(r"^\d+\.log$")
+_CLEANER_FILE = re.compile(r"^\d+\.log\.(cleaned|swap)$")       # LogFileUtils CleanedFileSuffix, SwapFileSuffix
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 NOT_IN_SCOPE = "not in scope"
 
 
@@ -200,9 +207,17 @@ class _DirScan:
                         self.copy(f"{name}/{f}", data)
         index = [self.segment(name, seg, size, i == len(segments) - 1, metadata_log)
                  for i, (seg, size) in enumerate(segments)]
-        doc = {"version": 1, "partition_dir": name, "segments": index}
+        doc = {"version": 1, "partition_dir": name, "segments": index,
+               "cleaning": sorted({f for f in others if _CLEANER_FILE.match(f)} | self.cleaner_files(name))}
         self.put(f"{self.prefix}/{name}/{BATCHES_FILE}", json.dumps(doc, separators=(",", ":")).encode())
         self.count("partitions_indexed")
+
+    def cleaner_files(self, name: str) -> set[str]:
+        """The cleaner's temporary segment files in the partition dir now (after its segments were read)."""
+        try:
+            return {f for f in os.listdir(os.path.join(self.path, name)) if _CLEANER_FILE.match(f)}
+        except OSError:
+            return set()         # deleted meanwhile: its vanished segments already say so
 
     def segment(self, pdir: str, name: str, size: int, active: bool, copy_bytes: bool) -> dict:
         rel = f"{pdir}/{name}"
@@ -284,6 +299,10 @@ def scan_log_dir(path: str, broker: int, put: Put, *, dir_index: int = 0, verify
     listed = now_ms()
     for name, segments, others in listing.partitions:
         scan.partition(name, segments, others)
+    if listing.partitions:
+        data = scan.read(CLEANER_CHECKPOINT)
+        if data is not None:
+            scan.copy(CLEANER_REREAD, data, parse_offsets_checkpoint)
     doc = {"broker": broker, "log_dir": path, "started_at_ms": started, "checkpoints_read_at_ms": checkpoints_read,
            "listed_at_ms": listed, "finished_at_ms": now_ms(), "verify_crc": verify_crc,
            "meta_properties": meta is not None,

@@ -19,6 +19,9 @@ VERSION = 0  # OffsetCheckpointFile.CURRENT_VERSION, LeaderEpochCheckpointFile.C
 OFFSET_CHECKPOINT_FILES = ("replication-offset-checkpoint", "recovery-point-offset-checkpoint",
                            "log-start-offset-checkpoint", "cleaner-offset-checkpoint")
 LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
+# the collector's second copy of cleaner-offset-checkpoint, read after the dir's segments (the raw layout,
+# docs/kafka/contracts.md): the log cleaner checkpoints a pass only after it rewrote the batches
+CLEANER_REREAD = "cleaner-offset-checkpoint.after-segments"
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _JAVA_SPACE = re.compile(r"[ \t\n\x0b\f\r]+")   # Pattern "\\s+" without UNICODE_CHARACTER_CLASS

@@ -16,8 +16,9 @@ import re
 from typing import Callable, Iterator
 
 from audit.errors import PayloadError
-from audit.systems.kafka.formats.checkpoint import (LEADER_EPOCH_CHECKPOINT_FILE, OFFSET_CHECKPOINT_FILES,
-                                            parse_leader_epoch_checkpoint, parse_offsets_checkpoint)
+from audit.systems.kafka.formats.checkpoint import (CLEANER_REREAD, LEADER_EPOCH_CHECKPOINT_FILE,
+                                                    OFFSET_CHECKPOINT_FILES, parse_leader_epoch_checkpoint,
+                                                    parse_offsets_checkpoint)
 from audit.systems.kafka.formats.mm2 import decode_checkpoint, decode_offset_sync
 from audit.systems.kafka.formats.properties import parse_meta_properties, parse_partition_metadata
 from audit.systems.kafka.transforms import kraft_rows, raw_docs, text_rows
@@ -34,13 +35,14 @@ LISTED = "_listed"   # a partition dir scan.json says it indexed
 CHECKPOINT_FILE = "_checkpoint_file"   # a per-log-dir checkpoint file, decoded or not
 # the column of _offsets rows each per-log-dir checkpoint file fills
 OFFSET_COLUMNS = dict(zip(OFFSET_CHECKPOINT_FILES,
-                          ("high_watermark", "recovery_point", "log_start_offset", "cleaner_offset")))
+                          ("high_watermark", "recovery_point", "log_start_offset", "cleaner_offset")),
+                     **{CLEANER_REREAD: "cleaner_offset"})     # normalize keeps the larger read (it only grows)
 DIR_RE = re.compile(r"^dir\d+$")
 TRANSACTIONAL, CONTROL = 0x10, 0x20   # batch attributes bits 4 and 5 (DefaultRecordBatch)
 # payload_kind values in quarantine
 KIND_BY_FILE = {"scan.json": "scan", "meta.properties": "meta-properties", "batches.json": "batch-index",
                 "partition.metadata": "partition-metadata", LEADER_EPOCH_CHECKPOINT_FILE: "leader-epoch-checkpoint",
-                **{name: name for name in OFFSET_CHECKPOINT_FILES}}
+                **{name: name for name in OFFSET_COLUMNS}}
 IGNORED = {"collection.json", "reread.json"}   # the collector's own reports (coverage is read from them elsewhere)
 
 
@@ -202,9 +204,12 @@ def _batches(cluster: str, w: dict, key: str, data: bytes) -> Iterator[Row]:
                             **{name: c[name][i] for name in raw_docs.BATCH_COLUMNS},
                             "transactional": magic >= 2 and bool(attributes & TRANSACTIONAL),
                             "control": magic >= 2 and bool(attributes & CONTROL), "source_key": key}
+    # a cleaning pass in progress rewrites batches below the active segment (LogCleaner never cleans it) before
+    # it checkpoints its new first dirty offset (docs/formats/kafka.md §11.5)
+    cleaning_below = segments[-1]["base_offset"] if doc["cleaning"] and segments else None
     yield REPLICA, {**keys, "log_end_offset": log_end, "first_batch_offset": first, "last_batch_epoch": last_epoch,
                     "segments": len(segments), "batches": total, "index_complete": problem is None,
-                    "index_problem": problem, "source_key": key}
+                    "index_problem": problem, "cleaning_below": cleaning_below, "source_key": key}
 
 
 # -- admin documents --------------------------------------------------------------------------

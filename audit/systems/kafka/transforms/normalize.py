@@ -25,7 +25,7 @@ from audit.systems.kafka.transforms.tables import (BATCHES, EPOCHS, FILE_ERROR, 
 DIR_KEYS = ["cluster", "broker", "dir"]
 REPLICA_KEYS = DIR_KEYS + ["topic", "partition"]
 PARTITION_KEYS = ["cluster", "topic", "partition"]
-OFFSET_COLUMNS = tuple(rows.OFFSET_COLUMNS.values())
+OFFSET_COLUMNS = tuple(dict.fromkeys(rows.OFFSET_COLUMNS.values()))   # two files fill cleaner_offset
 _READ = ("read_started_at_ms", "read_finished_at_ms")
 _SCAN_STEPS = ("checkpoints_read_at_ms", "listed_at_ms")
 
@@ -47,7 +47,8 @@ _PARTIAL = {
                             ("epoch_checkpoint_error", S)),
     rows.REPLICA: struct(("cluster", S), ("broker", I), ("dir", S), ("topic", S), ("partition", I),
                          ("log_end_offset", L), ("first_batch_offset", L), ("last_batch_epoch", I), ("segments", I),
-                         ("batches", L), ("index_complete", B), ("index_problem", S), ("source_key", S)),
+                         ("batches", L), ("index_complete", B), ("index_problem", S), ("cleaning_below", L),
+                         ("source_key", S)),
     rows.LIST_OFFSETS: struct(("cluster", S), ("topic", S), ("partition", I), ("log_start_offset", L),
                               ("high_watermark", L), ("latest_leader_epoch", I), ("offsets_error_code", I),
                               ("offsets_read_started_at_ms", L), ("offsets_read_finished_at_ms", L)),

@@ -136,7 +136,12 @@ def batches(data: bytes, source: str) -> dict:
                 raise PayloadError(source, f"{p}batches.{name}[{bad}]", what, values[bad])
         seg["columns"] = columns
         segments.append(seg)
-    return {"partition_dir": d.get(r, "partition_dir", "str"), "segments": segments}
+    # the log cleaner's .cleaned/.swap files seen in the dir (absent before the collector looked for them)
+    cleaning = d.get(r, "cleaning", "list") if "cleaning" in r else []
+    bad = next((c for c in cleaning if not isinstance(c, str)), None)
+    if bad is not None:
+        raise PayloadError(source, "cleaning", "file names (strings)", bad)
+    return {"partition_dir": d.get(r, "partition_dir", "str"), "segments": segments, "cleaning": cleaning}
 
 
 def metadata(data: bytes, source: str) -> dict:

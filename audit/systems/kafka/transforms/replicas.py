@@ -222,7 +222,10 @@ def assemble(replicas: pa.Table, epochs: pa.Table, metadata: pa.Table) -> Assemb
     c["log_start"] = np.maximum(ints(kept, "log_start_offset", 0), first)
     hw = c["high_watermark"]
     c["exposed_end"] = np.where(hw == NONE, c["log_start"], np.maximum(c["log_start"], np.minimum(hw, leo)))
-    c["cleaner"] = np.where(c["cleaner_offset"] == NONE, -1, c["cleaner_offset"])
+    # below it each replica compacts on its own schedule: the checkpointed first dirty offset, or while a pass was
+    # seen in progress, the active segment's base (docs/formats/kafka.md §11.5)
+    c["cleaner"] = np.maximum(np.where(c["cleaner_offset"] == NONE, -1, c["cleaner_offset"]),
+                              ints(kept, "cleaning_below", -1))
     hw_at = ints(kept, "checkpoints_read_at_ms")
     c["hw_read_at"] = np.where(hw_at == NONE, ints(kept, "read_finished_at_ms"), hw_at)
     read_at = ints(kept, "listed_at_ms")
@@ -244,7 +247,7 @@ def assemble(replicas: pa.Table, epochs: pa.Table, metadata: pa.Table) -> Assemb
     ref = references(part, starts, c["broker"], c["latest_epoch"], leo, leader, has_leader)
     c["role"] = np.where(ref[part] < 0, IGNORED, np.where(ref[part] == np.arange(n), REFERENCE, FOLLOWER))
     c["ref_row"] = np.where(ref[part] < 0, -1, ref[part])
-    compacted = np.maximum.reduceat(c["cleaner_offset"] != NONE, starts) if n else np.zeros(0, bool)
+    compacted = np.maximum.reduceat(c["cleaner"] != -1, starts) if n else np.zeros(0, bool)
 
     names = kept.select(["cluster", "topic"]).take(pa.array(starts)).to_pydict() if n else {"cluster": [],
                                                                                            "topic": []}

@@ -35,7 +35,7 @@ from audit.systems.kafka.transforms.tables import BATCHES, EPOCHS, LOG_DIRS, PAR
 
 ROWS_PER_TASK = 1_500_000     # batch rows one kernel call holds in memory (~13 int64 columns: ~160 MB)
 REPLICA_COLUMNS = ("cluster", "topic", "partition", "broker", "dir", "high_watermark", "log_start_offset",
-                   "cleaner_offset", "log_end_offset", "first_batch_offset", "epoch_checkpoint",
+                   "cleaner_offset", "cleaning_below", "log_end_offset", "first_batch_offset", "epoch_checkpoint",
                    "epoch_checkpoint_error", "index_complete", "index_problem", "read_started_at_ms",
                    "read_finished_at_ms", "checkpoints_read_at_ms", "listed_at_ms", "topic_id")
 METADATA_COLUMNS = ("origin", "topic_id", "broker", "leader", "leader_epoch", "replicas", "isr", "error_code",

@@ -60,7 +60,10 @@ REPLICAS_SCHEMA = struct(
     ("recovery_point", L),        # recovery-point-offset-checkpoint
     ("log_start_offset", L),      # log-start-offset-checkpoint; the broker writes only starts above the first
                                   # segment's base offset: null = that base offset (or the file is absent)
-    ("cleaner_offset", L),        # cleaner-offset-checkpoint (compacted topics only)
+    ("cleaner_offset", L),        # cleaner-offset-checkpoint (compacted topics only): the larger of its two reads,
+                                  # before and after the segments (it only grows)
+    ("cleaning_below", L),        # a cleaning pass was in progress (.cleaned/.swap files): the active segment's
+                                  # base offset, below which batches may be rewritten; else null
     ("log_end_offset", L),
     ("first_batch_offset", L),    # base offset of the first indexed batch (null: no batch)
     ("last_batch_epoch", I),      # partitionLeaderEpoch of the last indexed batch (null: no batch)
