@@ -7,8 +7,8 @@ from hypothesis import given, settings, strategies as st
 
 from audit.systems.kafka.domain.checks import CHECKS, COVERAGE
 from audit.systems.kafka.domain.epochs import EpochEntry as E, LeaderEpochCache
-from audit.systems.kafka.domain.partition import (PartitionMetadata, PartitionState, ReplicaState, Settings, evaluate,
-                                          reference_broker, verdicts)
+from audit.systems.kafka.domain.partition import (NEWER_EPOCH, PartitionMetadata, PartitionState, ReplicaState,
+                                                  Settings, evaluate, reference_broker, verdicts)
 from audit.systems.kafka.domain.truncation import ReplicaLog, truncation_offset
 
 
@@ -57,10 +57,15 @@ CASES = [
     ("missing-on-leader-not-judged",
      part(rep(1, [], 0, 7, 7, at=10), rep(2, [], 0, 10, 9, at=20), metadata=md(1, isr=(1,))), EP,
      [(COVERAGE, 2, 7, 8, 2)]),
-    # the follower holds them in an epoch above the leader's latest: the leader's state is older than the follower's
-    ("newer-epoch-than-leader-not-judged",
+    # the follower holds them in an epoch above the leader's latest (the metadata gives no epoch): a leader was
+    # elected after the metadata was read; judged against the newest epoch's log, broker 1 only lags
+    ("newer-epoch-than-leader-judged-against-it",
      part(rep(1, [(0, 0), (1, 5)], 0, 7, 7, at=10), rep(2, [(0, 0), (1, 5), (2, 7)], 0, 10, 9, at=20),
-          metadata=md(1)), EP, [(COVERAGE, 2, 7, 8, 2)]),
+          metadata=md(1)), EP, []),
+    # the same logs under a metadata that knows epoch 2 (broker 1 led it from 7 and lacks 7..8 broker 2 exposed)
+    ("newer-epoch-known-to-the-metadata",
+     part(rep(1, [(0, 0), (1, 5)], 0, 7, 7, at=10), rep(2, [(0, 0), (1, 5), (2, 7)], 0, 10, 9, at=20),
+          metadata=md(1, epoch=2)), EP, [(COVERAGE, 2, 7, 8, 2)]),
     # read minutes after the leader, the follower took a log start of 9 (its cache truncated from the start at once,
     # its log-start checkpoint not yet flushed): offsets 7-8 past the leader's end lie below its first entry, so no
     # epoch proves them lost; 9-10 are in the leader's own epoch (appended after its read)
@@ -183,16 +188,22 @@ def test_verdicts(name, state, settings, expected):
         assert (r["cluster"], r["topic"], r["partition"]) == ("east", "orders", 3)
 
 
-@pytest.mark.parametrize("leader, replicas, expected", [
-    (1, [(1, 3, 10), (2, 4, 10)], (1, "leader")),
-    (1, [(2, 4, 10)], (None, "leader-not-collected")),
-    (None, [(1, 3, 10), (2, 4, 5)], (2, "highest-epoch")),
-    (None, [(1, 4, 10), (2, 4, 12), (3, 4, 12)], (2, "highest-epoch")),
-    (None, [(1, None, 10), (2, 0, 1)], (2, "highest-epoch")),
-    (None, [], (None, "no-replica")),
+@pytest.mark.parametrize("leader, epoch, replicas, expected", [
+    (1, 4, [(1, 3, 10), (2, 4, 10)], (1, "leader")),
+    (1, 3, [(1, 3, 10), (2, 3, 12)], (1, "leader")),
+    (1, None, [(1, None, 10), (2, 4, 10)], (1, "leader")),           # neither the metadata nor the leader says
+    (1, 3, [(2, 3, 10)], (None, "leader-not-collected")),
+    # a leader elected after the metadata was read: the newest epoch's log is the one the others follow
+    (1, 3, [(1, 3, 10), (2, 4, 12), (3, 4, 11)], (2, NEWER_EPOCH)),
+    (1, None, [(1, 3, 10), (2, 4, 10)], (2, NEWER_EPOCH)),          # newer than the leader's own latest epoch
+    (1, 3, [(2, 4, 10)], (2, NEWER_EPOCH)),
+    (None, None, [(1, 3, 10), (2, 4, 5)], (2, "highest-epoch")),
+    (None, None, [(1, 4, 10), (2, 4, 12), (3, 4, 12)], (2, "highest-epoch")),
+    (None, None, [(1, None, 10), (2, 0, 1)], (2, "highest-epoch")),
+    (None, None, [], (None, "no-replica")),
 ])
-def test_reference_broker(leader, replicas, expected):
-    assert reference_broker(md(leader), replicas) == expected
+def test_reference_broker(leader, epoch, replicas, expected):
+    assert reference_broker(md(leader, epoch=epoch), replicas) == expected
 
 
 def test_metrics():

@@ -1,9 +1,10 @@
 """Per-partition verdicts: the state Spark computes for one partition -> findings and "not judged" items.
 
 Rules (docs/formats/kafka.md §11; checks.py has the ids):
-- The reference replica is the metadata's leader when its log was collected. Without metadata (log dirs only) or
-  without a leader (offline partition) it is the replica with the highest latest epoch, ties by the larger log end
-  offset, then the smaller broker id (`reference_broker`). A leader whose log was not collected: only the
+- The reference replica is the metadata's leader when its log was collected. Without metadata (log dirs only),
+  without a leader (offline partition) or when a collected replica holds a newer leader epoch than the metadata
+  (a leader elected after the metadata was read) it is the replica with the highest latest epoch, ties by the
+  larger log end offset, then the smaller broker id (`reference_broker`). A leader whose log was not collected: only the
   per-replica checks run, and a coverage item says so.
 - For a follower R of the reference L: Δ = the offsets R holds that L does not hold identically (R's mismatch
   ranges, and R's offsets at or past L's log end); T = where R's truncation rule cuts it (truncation.py, the
@@ -43,21 +44,34 @@ from audit.systems.kafka.domain.truncation import Truncation, truncation_offset
 
 __all__ = ["PartitionMetadata", "PartitionState", "ReplicaState", "Settings", "clip", "merge", "reference_broker",
            "differing", "divergence_start", "follower_view", "judge", "verdicts", "evaluate", "metrics",
-           "UNKNOWN_CACHE"]
+           "UNKNOWN_CACHE", "NEWER_EPOCH"]
 
 def reference_broker(metadata: PartitionMetadata | None,
                      replicas: Iterable[tuple[int, int | None, int]]) -> tuple[int | None, str]:
     """(broker, how) of the replica the others are compared with, from (broker, latest epoch or None, log end
     offset) per collected replica; Spark calls it before computing mismatch_ranges."""
     collected = list(replicas)
-    if metadata is not None and metadata.leader is not None:
+    if metadata is not None and metadata.leader is not None and not _metadata_stale(metadata, collected):
         if any(b == metadata.leader for b, _, _ in collected):
             return metadata.leader, "leader"
         return None, "leader-not-collected"
     if not collected:
         return None, "no-replica"
     best = max(collected, key=lambda r: (-1 if r[1] is None else r[1], r[2], -r[0]))
-    return best[0], "highest-epoch"
+    return best[0], "highest-epoch" if metadata is None or metadata.leader is None else NEWER_EPOCH
+
+
+NEWER_EPOCH = "newer-epoch-than-metadata"
+
+
+def _metadata_stale(metadata: PartitionMetadata, collected: list[tuple[int, int | None, int]]) -> bool:
+    """A replica holds a leader epoch newer than the metadata's (or, when the metadata gives none, than its leader's
+    log): a leader was elected after the metadata was read, and the metadata's leader is no longer the one whose log
+    the others follow (docs/formats/kafka.md §11.6)."""
+    known = metadata.leader_epoch
+    if known is None:
+        known = next((e for b, e, _ in collected if b == metadata.leader), None)
+    return known is not None and any(e is not None and e > known for _, e, _ in collected)
 
 
 def divergence_start(log_end_offset: int, first_mismatch_offset: int | None, reference_log_end_offset: int) -> int:

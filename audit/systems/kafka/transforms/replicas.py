@@ -183,6 +183,11 @@ def _metadata(metadata: pa.Table, pkeys: np.ndarray) -> tuple[np.ndarray, list[d
     return leader, out
 
 
+def _leader_epochs(rows: list[dict | None]) -> np.ndarray:
+    return np.array([NONE if r is None or r["leader_epoch"] is None else r["leader_epoch"] for r in rows],
+                    dtype=np.int64)
+
+
 def _partition_metadata(r: dict) -> PartitionMetadata:
     leader = r["leader"] if r["leader"] is not None and r["leader"] >= 0 else None
     read_at = r["read_finished_at_ms"] if r["origin"] == ADMIN else r["read_started_at_ms"]
@@ -191,19 +196,25 @@ def _partition_metadata(r: dict) -> PartitionMetadata:
 
 
 def references(part: np.ndarray, starts: np.ndarray, broker: np.ndarray, latest: np.ndarray, leo: np.ndarray,
-               leader: np.ndarray, has_leader_md: np.ndarray) -> np.ndarray:
+               leader: np.ndarray, has_leader_md: np.ndarray, leader_epoch: np.ndarray | None = None) -> np.ndarray:
     """Index of each partition's reference replica (-1: none), partition.reference_broker for all partitions at
-    once: the metadata's leader when collected (none when not collected); without a leader, the highest latest
+    once: the metadata's leader when collected (none when not collected); without a leader, or when a replica holds
+    a newer epoch than the metadata's `leader_epoch` (NONE: than the leader's latest epoch), the highest latest
     epoch, then the larger log end offset, then the smaller broker id. `part` = each replica's partition index,
     replicas grouped by partition (`starts` = first row of each)."""
     ref = np.full(starts.size, -1, dtype=np.int64)
     is_leader = has_leader_md[part] & (broker == leader[part])
     ref[part[is_leader]] = np.flatnonzero(is_leader)
-    order = np.lexsort((-broker, leo, np.where(latest == NONE, -1, latest), part))
+    epoch = np.where(latest == NONE, -1, latest)
+    order = np.lexsort((-broker, leo, epoch, part))
     last = np.ones(order.size, dtype=bool)
     last[:-1] = part[order][1:] != part[order][:-1]
     best = order[last]
-    free = ~has_leader_md
+    known = np.full(starts.size, NONE, dtype=np.int64) if leader_epoch is None else leader_epoch.copy()
+    unknown = (known == NONE) & (ref >= 0)
+    known[unknown] = latest[ref[unknown]]
+    stale = has_leader_md & (known != NONE) & (epoch[best] > known) if starts.size else np.zeros(0, bool)
+    free = ~has_leader_md | stale
     ref[free] = best[free]
     return ref
 
@@ -244,7 +255,7 @@ def assemble(replicas: pa.Table, epochs: pa.Table, metadata: pa.Table) -> Assemb
     part = np.cumsum(new) - 1
     leader, md_rows = _metadata(metadata, c["pkey"][starts])
     has_leader = leader != NONE
-    ref = references(part, starts, c["broker"], c["latest_epoch"], leo, leader, has_leader)
+    ref = references(part, starts, c["broker"], c["latest_epoch"], leo, leader, has_leader, _leader_epochs(md_rows))
     c["role"] = np.where(ref[part] < 0, IGNORED, np.where(ref[part] == np.arange(n), REFERENCE, FOLLOWER))
     c["ref_row"] = np.where(ref[part] < 0, -1, ref[part])
     compacted = np.maximum.reduceat(c["cleaner"] != -1, starts) if n else np.zeros(0, bool)
