@@ -112,9 +112,6 @@ class Mirror(Record):
     # replication.policy.internal.topic.separator.enabled (docs/formats/kafka.md §9.3)
     internal_topic_separator_enabled: Flag = True
     groups: GroupPatterns = ("*",)
-    # messages per group and partition a failover may redeliver beyond what this flow's translation itself gives,
-    # before it is a finding (unset: the estate's kafka_mm2_redelivery_tolerance)
-    redelivery_tolerance: NonNegative | None = None
 
     @property
     def translation_rule(self) -> str:
@@ -286,9 +283,8 @@ class KafkaThresholds(Record):
     # A follower whose log end offset is this many messages behind its leader is reported (replica.lag.max is
     # time-based in the broker; this is the audit's count limit). Below it, lag is normal and only a metric.
     kafka_follower_lag_max: NonNegative = 10_000
-    # Messages per group and partition a MirrorMaker 2 failover may redeliver beyond what the flow's translation
-    # itself gives (3.4.1+ translates lagging groups coarsely by design: a metric) before it is a finding; a mirror's
-    # own `redelivery_tolerance` overrides it for its flow.
+    # Messages per group and partition a MirrorMaker 2 failover may redeliver before it is a finding (0: every
+    # redelivery beyond what the translation rule itself implies is reported).
     kafka_mm2_redelivery_tolerance: NonNegative = 0
     # How long an assignment must stand before a broker's log dir listing may be missing its replica folder (a
     # broker creates the log when it applies the metadata, within seconds; docs/formats/kafka.md §11.3).

@@ -5,7 +5,6 @@ import pytest
 from audit.config import EstateError
 from audit.config.estate import estate_schema, parse_estate
 from audit.systems.kafka.config import RULE_NEW, RULE_OLD, KafkaCluster
-from audit.systems.kafka.transforms.mm2_state import flow_tolerances
 from audit.config.model import SecretRef
 
 HEAD = "estate: mirrors\nstore: {uri: file:///tmp/replaudit-x}\n"
@@ -28,8 +27,7 @@ systems:
       version: "3.6.2"
       verify_crc: true
       mirrors:
-        - {source_cluster: west, mm2_version: "3.4.0", offset_syncs_location: target, groups: ["orders-*"],
-           redelivery_tolerance: 500}
+        - {source_cluster: west, mm2_version: "3.4.0", offset_syncs_location: target, groups: ["orders-*"]}
       timeouts: {request_s: 10}
     - name: west
       source: admin
@@ -59,7 +57,6 @@ def test_full_kafka_section():
     (m,) = east.mirrors
     assert (m.source_cluster, m.source_alias, m.target_alias) == ("west", "west", "east")
     assert (m.offset_syncs_location, m.translation_rule, m.groups) == ("target", RULE_OLD, ("orders-*",))
-    assert m.redelivery_tolerance == 500 and flow_tolerances(estate.clusters("kafka")) == {("east", "west"): 500}
     # on the target, the syncs topic is named after the source alias (MirrorCheckpointConfig.offsetSyncsTopic)
     assert (m.offset_syncs_topic, m.checkpoints_topic) == ("mm2-offset-syncs.west.internal",
                                                            "west.checkpoints.internal")
@@ -142,8 +139,6 @@ ADMIN = "    - {name: e, source: admin, bootstrap_servers: 'h:9092'"
      "the name of another systems.kafka cluster"),
     (ADMIN + ", mirrors: [{source_cluster: w, mm2_version: '3.x'}]}\n",
      "systems.kafka[0].mirrors[0].mm2_version", "dotted numbers"),
-    (ADMIN + ", mirrors: [{source_cluster: w, redelivery_tolerance: -1}]}\n",
-     "systems.kafka[0].mirrors[0].redelivery_tolerance", "an integer >= 0"),
     (ADMIN + ", mirrors: [{source_cluster: w, offset_syncs_location: both}]}\n",
      "systems.kafka[0].mirrors[0].offset_syncs_location", "one of source | target"),
     (ADMIN + ", mirrors: [{source_cluster: w}, {source_cluster: v, source_alias: w}]}\n",
@@ -186,7 +181,7 @@ def test_mirror_sources_are_read_like_their_target(clusters, expected):
 def test_schema_knows_the_kafka_keys():
     schema = estate_schema()
     text = str(schema)
-    for key in ("bootstrap_servers", "log_dirs", "brokers", "mirrors", "offset_syncs_location", "redelivery_tolerance",
+    for key in ("bootstrap_servers", "log_dirs", "brokers", "mirrors", "offset_syncs_location",
                 "kafka_follower_lag_max", "kafka_mm2_redelivery_tolerance", "verify_crc"):
         assert key in text
 

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from audit.systems.kafka.domain.mm2 import (GroupPartition, Mm2Settings, Restart, SyncWriterPartition,
-                                            downstream_bounds, evaluate_group, failover, restarts, running_store)
+                                    downstream_bounds, evaluate_group, failover, restarts)
 
 # the lab's primary -> dr, seed 7, orders-mm-0: a restart 90 s before the scans copied again from 576 (its first
 # sync lost), retention moved the target's log start to 103; `analytics` at U 499 failed over from D 1
@@ -111,39 +111,3 @@ def test_true_counts_lie_within_the_bounds(seed):
         assert within(skipped, f.skipped_min, f.skipped_max), (syncs, upstream, target, log_start, f)
         if f.exact:
             assert f.redelivered_min == redelivered and f.skipped_min == skipped
-
-
-# syncs every 10 offsets up to 1000: the 3.4.1+ store keeps the newest densely and older ones sparsely, so a running
-# task translates a group at 505 to one past a kept sync below the topic's (500, 500); before 3.4.1 the latest sync
-# only, dead-reckoned forward
-EVERY_TEN = tuple((u, u) for u in range(0, 1001, 10))
-
-
-@pytest.mark.parametrize("version", ["3.6.0", "3.7.1"])
-def test_a_lagging_group_where_the_translation_put_it_redelivers_by_design(version):
-    translated = running_store(EVERY_TEN, version).translate_downstream(505)
-    low = downstream_bounds(EVERY_TEN, 505).low
-    assert low == 501 and 0 <= translated < low                    # the sparse store: coarse by design
-    g = GroupPartition("dr", "primary", "analytics", "orders", 0, version, EVERY_TEN, None, 505, 10, translated, 20)
-    rows, metrics = evaluate_group(g, Mm2Settings())
-    assert rows == []
-    assert metrics["redelivered_min"] == metrics["redelivered_by_design"] == low - translated
-
-
-@pytest.mark.parametrize("tolerance, found", [(0, True), (4, True), (5, False)])
-def test_only_what_a_group_lags_behind_its_translation_counts_against_the_tolerance(tolerance, found):
-    translated = running_store(EVERY_TEN, "3.6.0").translate_downstream(505)
-    g = GroupPartition("dr", "primary", "analytics", "orders", 0, "3.6.0", EVERY_TEN, None, 505, 10, translated - 5,
-                       20)
-    rows, metrics = evaluate_group(g, Mm2Settings(redelivery_tolerance=tolerance))
-    assert metrics["redelivered_by_design"] == 501 - translated and metrics["redelivered_min"] == 501 - translated + 5
-    assert [(r["check"], r["entry_count"]) for r in rows] == \
-        ([("kafka.mm2_failover_redelivery", 501 - translated + 5)] if found else [])
-
-
-def test_before_3_4_1_the_translation_is_never_behind_the_bound():
-    g = GroupPartition("dr", "primary", "analytics", "orders", 0, "3.3.2", EVERY_TEN, None, 1005, 10, 1000, 20)
-    rows, metrics = evaluate_group(g, Mm2Settings())
-    assert running_store(EVERY_TEN, "3.3.2").translate_downstream(1005) == 1005
-    assert metrics["redelivered_min"] == 1 and metrics["redelivered_by_design"] == 0
-    assert [(r["check"], r["entry_count"]) for r in rows] == [("kafka.mm2_failover_redelivery", 1)]

@@ -147,25 +147,3 @@ def test_the_read_order_decides_what_is_proven(spark, tmp_path):
     assert (a["target_committed"], a["skipped_min"], c["target_committed"], c["redelivered_min"]) == (150, 20, 110, 56)
     assert (c["source_read_at_ms"], c["target_read_at_ms"]) == (T0 + 300, T0 + 900)
     assert (e["target_committed"], e["target_read_at_ms"], e["source_read_at_ms"]) == (100, T0, T0 + 600)
-
-
-def test_by_design_redelivery_is_a_metric_and_only_the_rest_counts_against_the_flows_tolerance(spark, tmp_path):
-    """Two 3.6.0 flows, syncs every 10 offsets up to 1000 (a running task's sparse store translates a group at 505
-    to 481, the topic's bound is 501): `design` sits where the translation put it (20 redelivered by design),
-    `behind` 5 below it. The estate's tolerance is 0; the `slack` flow sets its own, 5."""
-    t = Tables()
-    syncs = [("orders", 0, u, u) for u in range(0, 1001, 10)]
-    for alias in ("strict", "slack"):
-        flow_rows(t, "east", alias, syncs, [("design", "orders", 0, 505, 481)],
-                  [("design", "orders", 0, 505), ("behind", "orders", 0, 505)],
-                  [("design", "orders", 0, 481), ("behind", "orders", 0, 476)])
-    clusters = [SimpleNamespace(name="east", version="3.6", mirrors=(
-        SimpleNamespace(source_cluster="strict", source_alias="strict", separator=".", mm2_version="3.6.0"),
-        SimpleNamespace(source_cluster="slack", source_alias="slack", separator=".", mm2_version="3.6.0",
-                        redelivery_tolerance=5)))]
-    _, read = audited(spark, tmp_path, t, request(clusters=clusters, tolerance=0))
-    got = [(v["check"], v["evidence"]["source"], v["evidence"]["group"], v["entry_count"]) for v in read["violations"]]
-    assert got == [("kafka.mm2_failover_redelivery", "strict", "behind", 25)]
-    rows = {(r["source"], r["group"]): (r["redelivered_min"], r["redelivered_by_design"])
-            for r in read["kafka_mm2_failover"]}
-    assert rows == {(f, g): (20 + 5 * (g == "behind"), 20) for f in ("strict", "slack") for g in ("design", "behind")}

@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 from audit.systems.kafka.domain.mm2 import (Bounds, Checkpoint, GroupPartition, Mm2Settings, checkpoint_justified,
-                                            design_point, downstream_bounds, evaluate_group, failover, readable_from,
-                                            redelivered_by_design, restarts, rule_for_version, running_store,
-                                            translate)
+                                    downstream_bounds, evaluate_group, failover, restarts, rule_for_version,
+                                    translate)
 from audit.systems.kafka.transforms.mm2_eval import NULL, Groups, evaluate, judged, needs_rules
 
 VERSIONS = ("3.4.0", "3.5.0", "3.5.2", "3.6.1", "3.7.1")
@@ -74,13 +73,8 @@ def test_arrays_equal_the_domain(seed):
         for name in ("redelivered_min", "redelivered_max", "skipped_min", "skipped_max"):
             assert opt(getattr(f, name)) == got[name][i], (name, i)
         assert f.exact == bool(got["exact"][i]), i
-        ok = cps[i] is None or checkpoint_justified(*cps[i], syncs, rule)
         if cps[i] is not None:
-            assert ok == bool(got["checkpoint_justified"][i])
-        start = None if target[i] is None else readable_from(target[i], log_start[i])
-        running = None if up[i] is None or not syncs else running_store(syncs, version).translate_downstream(up[i])
-        design = redelivered_by_design(f.redelivered_min, bounds.low, design_point(running, cps[i], up[i], ok), start)
-        assert design == got["redelivered_by_design"][i], i
+            assert checkpoint_justified(*cps[i], syncs, rule) == bool(got["checkpoint_justified"][i])
 
 
 @pytest.mark.parametrize("seed", range(10))

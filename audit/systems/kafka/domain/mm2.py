@@ -212,16 +212,6 @@ def translate(syncs: Sequence[tuple[int, int]], group_offset: int, version: str,
     return store.translate_downstream(group_offset)
 
 
-def running_store(syncs: Sequence[tuple[int, int]], version: str) -> OffsetSyncStore:
-    """The store of a MirrorCheckpointTask of `version` that has been running since before the first of these sync
-    records (each one reached it after start-up): the finest translation that version gives."""
-    store = OffsetSyncStore(store_variant_for(version))
-    store.initialization_must_read_to_end, store.read_to_end = False, True
-    for upstream, downstream in syncs:
-        store.sync(upstream, downstream)
-    return store
-
-
 class SyncWriterPartition:
     """PartitionState of the sync writer for one upstream partition, for one task lifetime."""
 
@@ -323,29 +313,8 @@ class GroupPartition(NamedTuple):
 
 
 class Mm2Settings(NamedTuple):
-    # messages a failover may redeliver beyond what the flow's own translation gives (by design: a metric)
-    redelivery_tolerance: int = 0
+    redelivery_tolerance: int = 0                # messages a failover may redeliver beyond the syncs' bounds
     group_tolerances: tuple = ()                 # (group, messages) pairs overriding it
-
-
-def design_point(translated: int | None, checkpoint: Checkpoint | None, upstream: int | None,
-                 justified: bool) -> int | None:
-    """Where a healthy MirrorMaker 2 of the declared version puts the group on the target: the checkpoint it wrote
-    for this very upstream offset when a sync explains it, else `translated`, what a task of that version running
-    since before the syncs gives (running_store; None: none)."""
-    if checkpoint is not None and justified and checkpoint.upstream_offset == upstream:
-        return checkpoint.downstream_offset
-    return translated if translated is not None and translated >= 0 else None
-
-
-def redelivered_by_design(redelivered_min: int | None, low: int | None, point: int | None, start: int | None) -> int:
-    """Of the records a failover certainly redelivers, those the translation itself puts behind the group: from
-    the design point (or the group's own offset, when it is further) up to the syncs' low bound. 3.4.1+ translates
-    to one past an older kept sync (the sparse store, KAFKA-14666), so a lagging group always redelivers some
-    (docs/formats/kafka.md §12.2); before 3.4.1 the translation is at or past the bound and this is 0."""
-    if redelivered_min is None or low is None or point is None or start is None:
-        return 0
-    return min(redelivered_min, max(0, low - max(point, start)))
 
 
 def _row(g: GroupPartition, check: str, rng: tuple[int, int], count: int, message: str, detail: dict) -> dict:
@@ -367,8 +336,7 @@ def evaluate_group(g: GroupPartition, settings: Mm2Settings = Mm2Settings()) -> 
     offset read later may come from a newer source offset), a redelivery when it was read no earlier."""
     rule = rule_for_version(g.version)
     out = []
-    justified = g.checkpoint is None or checkpoint_justified(*g.checkpoint, g.syncs, rule)
-    if not justified:
+    if g.checkpoint is not None and not checkpoint_justified(*g.checkpoint, g.syncs, rule):
         low, high = downstream_bounds(g.syncs, g.checkpoint.upstream_offset)
         d = g.checkpoint.downstream_offset
         off = max(0, 0 if low is None else low - d, 0 if high is None else d - high)
@@ -397,15 +365,11 @@ def evaluate_group(g: GroupPartition, settings: Mm2Settings = Mm2Settings()) -> 
             out.append(_row(g, COVERAGE, rng, f.skipped_min, "target group ahead of the syncs' bound, read order "
                                                              "does not prove it", detail))
     tolerance = dict(settings.group_tolerances).get(g.group, settings.redelivery_tolerance)
-    running = None if u is None or not g.syncs else running_store(g.syncs, g.version).translate_downstream(u)
-    point = design_point(running, g.checkpoint, u, justified)
-    detail["redelivered_by_design"] = by_design = redelivered_by_design(f.redelivered_min, bounds.low, point, start)
-    if f.redelivered_min is not None and f.redelivered_min - by_design > tolerance:
+    if f.redelivered_min is not None and f.redelivered_min > tolerance:
         rng, more = (start, bounds.low - 1), {**detail, "tolerance": tolerance}
         if _ordered(g.source_read_at_ms, g.target_read_at_ms):
             out.append(_row(g, "kafka.mm2_failover_redelivery", rng, f.redelivered_min,
-                            f"a failover redelivers at least {f.redelivered_min} messages, "
-                            f"{f.redelivered_min - by_design} beyond what the {rule} translation gives", more))
+                            f"a failover redelivers at least {f.redelivered_min} messages", more))
         else:
             out.append(_row(g, COVERAGE, rng, f.redelivered_min, "redelivery above the tolerance, read order does "
                                                                  "not prove it", more))

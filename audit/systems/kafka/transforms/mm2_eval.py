@@ -15,7 +15,7 @@ import numpy as np
 
 from audit.systems.kafka.domain.failover import Restart, generations, restarts
 from audit.systems.kafka.domain.mm2 import (Checkpoint, GroupPartition, Mm2Settings, OffsetSyncStore, evaluate_group,
-                                            rule_for_version, running_store, store_variant_for)
+                                    rule_for_version, store_variant_for)
 
 NULL = np.iinfo(np.int64).min      # "no value" in the int64 result columns
 
@@ -35,18 +35,13 @@ class Groups:
             object.__setattr__(self, "target_log_start", np.full(self.upstream.size, NULL, np.int64))
 
 
-def translations(syncs: list[tuple[int, int]], version: str, upstream: np.ndarray,
-                 running: bool = False) -> np.ndarray:
-    """translate() for every offset (`running`: by a task running since before the syncs, mm2.running_store):
-    NULL = no translation (no sync), -1 = suppressed."""
+def translations(syncs: list[tuple[int, int]], version: str, upstream: np.ndarray) -> np.ndarray:
+    """translate() for every offset: NULL = no translation (no sync), -1 = suppressed."""
     out = np.full(upstream.size, NULL, dtype=np.int64)
     if not syncs:
         return out
-    if running:
-        store = running_store(syncs, version)
-    else:
-        store = OffsetSyncStore(store_variant_for(version))
-        store.load(syncs)
+    store = OffsetSyncStore(store_variant_for(version))
+    store.load(syncs)
     slots_u = np.array([s.upstream_offset for s in store.syncs], dtype=np.int64)
     slots_d = np.array([s.downstream_offset for s in store.syncs], dtype=np.int64)
     has = upstream != NULL
@@ -155,33 +150,17 @@ def evaluate(syncs: list[tuple[int, int]], version: str, g: Groups) -> dict[str,
     counts = failover_counts(low, high, g.target, g.upstream, g.target_log_start, restarts(syncs))
     exact = (low != NULL) & (low == high) & (counts["redelivered_min"] == counts["redelivered_max"]) & \
         (counts["skipped_min"] == counts["skipped_max"])
-    translated = translations(syncs, version, g.upstream)
-    ok = justified(syncs, rule, g.cp_upstream, g.cp_downstream)
-    return {"translated": translated, "bounds_low": low, "bounds_high": high, "exact": exact,
-            "checkpoint_justified": ok, **counts,
-            "redelivered_by_design": by_design(counts["redelivered_min"], low, g,
-                                               translations(syncs, version, g.upstream, running=True), ok)}
-
-
-def by_design(redelivered_min: np.ndarray, low: np.ndarray, g: Groups, running: np.ndarray,
-              ok: np.ndarray) -> np.ndarray:
-    """mm2.redelivered_by_design at mm2.design_point for every row (0 where unknown)."""
-    own = ok & (g.cp_upstream != NULL) & (g.cp_downstream != NULL) & (g.cp_upstream == g.upstream)
-    point = np.where(own, g.cp_downstream, np.where(running >= 0, running, NULL))
-    kept = np.where(g.target_log_start == NULL, 0, g.target_log_start)
-    start = np.maximum(g.target, kept)
-    known = (redelivered_min != NULL) & (low != NULL) & (point != NULL) & (g.target != NULL)
-    return np.where(known, np.minimum(redelivered_min, np.maximum(0, low - np.maximum(point, start))), 0)
+    return {"translated": translations(syncs, version, g.upstream), "bounds_low": low, "bounds_high": high,
+            "exact": exact, "checkpoint_justified": justified(syncs, rule, g.cp_upstream, g.cp_downstream),
+            **counts}
 
 
 def needs_rules(result: dict[str, np.ndarray], tolerance: int) -> np.ndarray:
-    """Rows the domain must judge: a checkpoint no sync explains, a skip, or a redelivery beyond the translation's
-    own above the tolerance."""
+    """Rows the domain must judge: a checkpoint no sync explains, a skip, or a redelivery above the tolerance."""
     skipped = result["skipped_min"]
     redelivered = result["redelivered_min"]
-    design = result.get("redelivered_by_design", 0)
     return (~result["checkpoint_justified"]) | ((skipped != NULL) & (skipped > 0)) | (
-        (redelivered != NULL) & (redelivered - design > tolerance))
+        (redelivered != NULL) & (redelivered > tolerance))
 
 
 def judged(base: GroupPartition, g: Groups, rows: np.ndarray, source_read: np.ndarray, target_read: np.ndarray,

@@ -51,7 +51,7 @@ LATEST = "3.7.1"        # no declared version: the current OffsetSyncStore (audi
 FLOW = ["cluster", "source_alias"]
 KEY = FLOW + ["group", "topic", "partition"]
 READS = {"source": "upstream_committed", "target": "target_committed", "target_after": "target_after_committed"}
-REDELIVERED = ("redelivered_min", "redelivered_max", "redelivered_by_design")
+REDELIVERED = ("redelivered_min", "redelivered_max")
 NO_REDELIVERY = Mm2Settings(redelivery_tolerance=sys.maxsize)     # the skip judgement leaves redeliveries alone
 
 
@@ -63,13 +63,6 @@ def flows(clusters: Iterable) -> dict[tuple[str, str], tuple[str, str]]:
             alias = m.source_alias or m.source_cluster
             out[(c.name, alias)] = (m.separator or ".", m.mm2_version or LATEST)
     return out
-
-
-def flow_tolerances(clusters: Iterable) -> dict[tuple[str, str], int]:
-    """(target cluster, source alias) -> the flow's own redelivery tolerance, where the estate sets one."""
-    return {(c.name, m.source_alias or m.source_cluster): m.redelivery_tolerance
-            for c in clusters for m in getattr(c, "mirrors", ()) or ()
-            if getattr(m, "redelivery_tolerance", None) is not None}
 
 
 def group_partitions(spark: SparkSession, tables_dir: str, declared: dict) -> DataFrame:
@@ -179,8 +172,7 @@ def _judged_twice(base: GroupPartition, g: Groups, latest: np.ndarray, res: dict
     none = np.full(latest.size, NULL, dtype=np.int64)
     first = np.flatnonzero(needs_rules({**res, "redelivered_min": none}, tolerance))
     second = np.flatnonzero(needs_rules({"checkpoint_justified": np.ones(latest.size, dtype=bool),
-                                         "skipped_min": none, "redelivered_min": res["redelivered_min"],
-                                         "redelivered_by_design": res["redelivered_by_design"]}, tolerance))
+                                         "skipped_min": none, "redelivered_min": res["redelivered_min"]}, tolerance))
     out = judged(base, g, first, *skip_at, NO_REDELIVERY) if first.size else []
     if second.size:
         out += judged(base, replace(g, target=latest, cp_upstream=none, cp_downstream=none), second, *redelivery_at,
@@ -206,11 +198,10 @@ def _subset(g: Groups, rows: np.ndarray, **changes) -> Groups:
 
 
 def evaluate_all(gp: pa.Table, syncs: dict, declared: dict, run_id: str, tolerance: int,
-                 first_sync: dict | None = None, tolerances: dict | None = None) -> dict:
+                 first_sync: dict | None = None) -> dict:
     """{"failover": Arrow table (MM2_FAILOVER), "violations": rows, "coverage": rows}. `first_sync`: per flow the
-    lowest offset-syncs record offset read (first_sync_offsets); a flow missing from it counts as read from 0.
-    `tolerances`: per flow its own redelivery tolerance (flow_tolerances), over `tolerance`."""
-    first_sync, tolerances = first_sync or {}, tolerances or {}
+    lowest offset-syncs record offset read (first_sync_offsets); a flow missing from it counts as read from 0."""
+    first_sync = first_sync or {}
     gp = _mirrored(gp, syncs).sort_by([(c, "ascending") for c in (*FLOW, "topic", "partition", "group")])
     n = gp.num_rows
     cols = {c: _ints(gp, c) for c in (*READS.values(), "checkpoint_upstream", "checkpoint_downstream")}
@@ -228,9 +219,9 @@ def evaluate_all(gp: pa.Table, syncs: dict, declared: dict, run_id: str, toleran
     result = {name: np.full(n, NULL, dtype=np.int64) for name in (
         "translated", "bounds_low", "bounds_high", "redelivered_min", "redelivered_max", "skipped_min",
         "skipped_max")}
-    result.update({"exact": np.zeros(n, dtype=bool), "checkpoint_justified": np.ones(n, dtype=bool),
-                   "redelivered_by_design": np.zeros(n, dtype=np.int64)})
+    result.update({"exact": np.zeros(n, dtype=bool), "checkpoint_justified": np.ones(n, dtype=bool)})
     rule_col, sync_count = [None] * n, np.zeros(n, dtype=np.int64)
+    settings = Mm2Settings(tolerance)
     found, coverage = [], []
     starts = [0] + [i for i in range(1, n) if keys[i] != keys[i - 1]] + [n]
     for cluster, alias in sorted({k[:2] for k in keys} - set(declared)):
@@ -261,8 +252,7 @@ def evaluate_all(gp: pa.Table, syncs: dict, declared: dict, run_id: str, toleran
                              "entry_count": int((g.upstream != NULL).sum()), "detail": {}})
         base = GroupPartition(cluster, alias, "", topic, partition, version, tuple(mine),
                               syncs_complete=first_sync.get((cluster, alias), 0) == 0)
-        flow_tolerance = tolerances.get((cluster, alias), tolerance)
-        for f in _judged_twice(base, g, latest, res, flow_tolerance, Mm2Settings(flow_tolerance),
+        for f in _judged_twice(base, g, latest, res, tolerance, settings,
                                [x[a:b] for x in skip_at], [cols["source_read_at_ms"][a:b],
                                                            cols["target_read_at_ms"][a:b]]):
             f["group"] = groups[a + f.pop("_row")]
@@ -297,8 +287,7 @@ def _failover_table(gp: pa.Table, cols: dict, result: dict, rule_col: list, sync
             "checkpoint_justified": pa.array(result["checkpoint_justified"]),
             "target_committed": ints(cols["target_committed"]), "bounds_low": ints(result["bounds_low"]),
             "bounds_high": ints(result["bounds_high"]), "exact": pa.array(result["exact"]),
-            **{k: ints(result[k]) for k in ("redelivered_min", "redelivered_max", "skipped_min", "skipped_max",
-                                            "redelivered_by_design")},
+            **{k: ints(result[k]) for k in ("redelivered_min", "redelivered_max", "skipped_min", "skipped_max")},
             "source_read_at_ms": ints(cols["source_read_at_ms"]), "target_read_at_ms": ints(cols["target_read_at_ms"])}
     return pa.Table.from_arrays([data[f.name].cast(f.type) for f in schema], schema=schema)
 
@@ -327,8 +316,7 @@ def audit(spark: SparkSession, tables_dir: str, run_id: str, clusters: Iterable,
     if scoped:
         gp = in_scope(gp, declared, scope)
     records = sync_records(spark, tables_dir)
-    out = evaluate_all(gp, _syncs_by_partition(records), declared, run_id, tolerance, first_sync_offsets(records),
-                       flow_tolerances(clusters))
+    out = evaluate_all(gp, _syncs_by_partition(records), declared, run_id, tolerance, first_sync_offsets(records))
     unread = unread_topics(spark, tables_dir)
     if scoped:
         judged_flows = set(zip(*(gp.column(c).to_pylist() for c in FLOW)))
