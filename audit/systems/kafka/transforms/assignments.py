@@ -2,7 +2,7 @@
 knows, with the replica folders the log dirs showed and how each broker's log dirs were read -> missing-replica
 findings, "not judged" items, and a metrics row for each partition no log dir showed a replica of.
 
-The metadata row of a partition is the one the partition audit uses (replicas._metadata: the admin API's, else the
+The metadata row of a partition is the one the partition audit uses (replicas.metadata_rows: the admin API's, else the
 furthest KRaft copy). A broker's log dirs count as read when every dir the estate declares for it was scanned (an
 imported cluster declares none: what was imported is what it has); its listing instant is the earliest of its dirs'
 (`listed_at_ms`, else the scan's start)."""
@@ -16,7 +16,7 @@ import pyarrow as pa
 from audit.systems.kafka.domain.assignment import Assigned, BrokerRead, missing_replicas, unread_metrics
 from audit.systems.kafka.domain.checks import COVERAGE
 from audit.systems.kafka.domain.subjects import special_partition
-from audit.systems.kafka.transforms.replicas import _metadata, _partition_metadata, ints
+from audit.systems.kafka.transforms.replicas import MetadataRows, _partition_metadata, ints
 
 
 def broker_reads(log_dirs: list[dict], declared: dict[str, dict[int, int]]) -> dict[str, dict[int, BrokerRead]]:
@@ -42,15 +42,13 @@ def _assigned(row: dict) -> Assigned:
                     since)
 
 
-def judge(metadata: pa.Table | None, found: pa.Table | None, reads: dict[str, dict[int, BrokerRead]],
+def judge(metadata: MetadataRows | None, found: pa.Table | None, reads: dict[str, dict[int, BrokerRead]],
           assembled_pkeys: np.ndarray, settle_ms: int) -> tuple[list[dict], list[dict]]:
     """(the domain's rows for every metadata partition, metrics rows of those without a collected replica).
     Replicas on brokers of which nothing was read (no log dir, no folder) make one item per cluster, not one each;
     a broker known only by its folders (no scan.json) is read at an unknown instant."""
-    if metadata is None or metadata.num_rows == 0:
+    if metadata is None or not metadata.rows:
         return [], []
-    pkeys = np.unique(ints(metadata, "pkey"))
-    _, rows = _metadata(metadata, pkeys)
     held: dict[int, set[int]] = defaultdict(set)
     known = {cluster: dict(brokers) for cluster, brokers in reads.items()}
     if found is not None:
@@ -61,8 +59,8 @@ def judge(metadata: pa.Table | None, found: pa.Table | None, reads: dict[str, di
     judged = set(assembled_pkeys.tolist())
     items, metrics = [], []
     unread: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
-    for key, row in zip(pkeys.tolist(), rows):
-        if row is None or not row["replicas"]:
+    for key, row in zip(metadata.keys.tolist(), metadata.rows):
+        if not row["replicas"]:
             continue
         p = _assigned(row)
         if key not in judged:

@@ -15,6 +15,7 @@ domain's (partition.reference_broker), computed here for all partitions at once;
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -60,7 +61,7 @@ class Assembled:
     params: Replicas                      # the same replicas in rkey order (the kernel's)
     coverage: list[dict]
     scanned: dict[str, set[int]] = field(default_factory=dict)   # cluster -> brokers whose log dirs were read
-    metadata: pa.Table | None = None      # every metadata row (pkey, cluster, topic, partition, METADATA_COLUMNS)
+    metadata: MetadataRows | None = None  # the metadata row of every partition the metadata knows
     found: pa.Table | None = None         # (pkey, cluster, broker) of every replica folder found, indexed or not
     log_dirs: list[dict] = field(default_factory=list)             # state.log_dir_reads
     findings: list[dict] = field(default_factory=list)             # the domain's stray-replica findings
@@ -158,9 +159,24 @@ def _past_log_end_cut(offsets: np.ndarray, ep: np.ndarray, st: np.ndarray,
     return np.concatenate(([0], np.cumsum(counts))).astype(np.int64), ep[keep], st[keep]
 
 
-def _metadata(metadata: pa.Table, pkeys: np.ndarray) -> tuple[np.ndarray, list[dict | None]]:
-    """Per partition (pkeys sorted unique): the metadata row, the admin API's when present, else the KRaft replay
-    of the broker whose metadata log was furthest along (then the smaller broker id); None without one."""
+class MetadataRows(NamedTuple):
+    """The metadata row each partition is judged by, chosen once per audit: `keys` (pkeys, sorted unique) and their
+    `rows` (METADATA_COLUMNS with pkey, cluster, topic, partition)."""
+
+    keys: np.ndarray
+    rows: list[dict]
+
+    def of(self, pkeys: np.ndarray) -> list[dict | None]:
+        """The row of each of `pkeys`, None for a partition without one."""
+        at = np.searchsorted(self.keys, pkeys)
+        found = (at < self.keys.size) & (self.keys[np.minimum(at, max(self.keys.size - 1, 0))] == pkeys) \
+            if self.keys.size else np.zeros(pkeys.size, bool)
+        return [self.rows[a] if f else None for a, f in zip(at.tolist(), found.tolist())]
+
+
+def metadata_rows(metadata: pa.Table) -> MetadataRows:
+    """Per partition the metadata row, the admin API's when present, else the KRaft replay of the broker whose
+    metadata log was furthest along (then the smaller broker id); rows with an unusable error code never count."""
     code = ints(metadata, "error_code", 0)
     m = metadata.filter(pa.array(np.isin(code, USABLE_METADATA_ERRORS)))
     key = ints(m, "pkey")
@@ -169,23 +185,14 @@ def _metadata(metadata: pa.Table, pkeys: np.ndarray) -> tuple[np.ndarray, list[d
     first = np.ones(order.size, dtype=bool)
     first[1:] = key[order][1:] != key[order][:-1]
     chosen = order[first]
-    rows = m.take(pa.array(chosen)).to_pylist()
-    at = np.searchsorted(key[chosen], pkeys)
-    found = (at < chosen.size) & (key[chosen][np.minimum(at, max(chosen.size - 1, 0))] == pkeys) \
-        if chosen.size else np.zeros(pkeys.size, bool)
-    leader = np.full(pkeys.size, NONE, dtype=np.int64)
-    out: list[dict | None] = [None] * pkeys.size
-    for i in np.flatnonzero(found).tolist():
-        r = rows[at[i]]
-        out[i] = r
-        if r["leader"] is not None and r["leader"] >= 0:
-            leader[i] = r["leader"]
-    return leader, out
+    return MetadataRows(key[chosen], m.take(pa.array(chosen)).to_pylist())
 
 
-def _leader_epochs(rows: list[dict | None]) -> np.ndarray:
-    return np.array([NONE if r is None or r["leader_epoch"] is None else r["leader_epoch"] for r in rows],
-                    dtype=np.int64)
+def _leaders(rows: list[dict | None]) -> tuple[np.ndarray, np.ndarray]:
+    """(leader, leader epoch) of each row, NONE where the row or the value is absent (a negative leader: none)."""
+    leader = [NONE if r is None or r["leader"] is None or r["leader"] < 0 else r["leader"] for r in rows]
+    epoch = [NONE if r is None or r["leader_epoch"] is None else r["leader_epoch"] for r in rows]
+    return np.array(leader, dtype=np.int64), np.array(epoch, dtype=np.int64)
 
 
 def _partition_metadata(r: dict) -> PartitionMetadata:
@@ -222,7 +229,8 @@ def references(part: np.ndarray, starts: np.ndarray, broker: np.ndarray, latest:
 def assemble(replicas: pa.Table, epochs: pa.Table, metadata: pa.Table) -> Assembled:
     """Partitions and kernel parameters from the collected rows (replicas and metadata carry `pkey`, replicas and
     epochs `rkey`; see state.py)."""
-    replicas, strays = _without_strays(replicas, metadata)
+    chosen = metadata_rows(metadata)
+    replicas, strays = _without_strays(replicas, chosen)
     kept, coverage = _select_replicas(replicas)
     _check_keys(replicas, "pkey", ["cluster", "topic", "partition"])
     _check_keys(replicas, "rkey", ["cluster", "topic", "partition", "broker", "dir"])
@@ -253,9 +261,10 @@ def assemble(replicas: pa.Table, epochs: pa.Table, metadata: pa.Table) -> Assemb
     new[1:] = c["pkey"][1:] != c["pkey"][:-1]
     starts = np.flatnonzero(new)
     part = np.cumsum(new) - 1
-    leader, md_rows = _metadata(metadata, c["pkey"][starts])
+    md_rows = chosen.of(c["pkey"][starts])
+    leader, leader_epoch = _leaders(md_rows)
     has_leader = leader != NONE
-    ref = references(part, starts, c["broker"], c["latest_epoch"], leo, leader, has_leader, _leader_epochs(md_rows))
+    ref = references(part, starts, c["broker"], c["latest_epoch"], leo, leader, has_leader, leader_epoch)
     c["role"] = np.where(ref[part] < 0, IGNORED, np.where(ref[part] == np.arange(n), REFERENCE, FOLLOWER))
     c["ref_row"] = np.where(ref[part] < 0, -1, ref[part])
     compacted = np.maximum.reduceat(c["cleaner"] != -1, starts) if n else np.zeros(0, bool)
@@ -273,18 +282,18 @@ def assemble(replicas: pa.Table, epochs: pa.Table, metadata: pa.Table) -> Assemb
                                     md["high_watermark"] if hw_ok else None,
                                     md["offsets_read_finished_at_ms"] if hw_ok else None, bool(compacted[i]),
                                     None if ref[i] < 0 else int(c["broker"][ref[i]])))
-    return Assembled(partitions, kept, c, _params(c), coverage, findings=[s for s, _ in strays],
+    return Assembled(partitions, kept, c, _params(c), coverage, metadata=chosen, findings=[s for s, _ in strays],
                      stray_rkeys=np.array([k for _, k in strays], dtype=np.int64))
 
 
-def _without_strays(replicas: pa.Table, metadata: pa.Table) -> tuple[pa.Table, list[tuple[dict, int]]]:
+def _without_strays(replicas: pa.Table, chosen: MetadataRows) -> tuple[pa.Table, list[tuple[dict, int]]]:
     """The replica rows less stray copies (domain/assignment.is_stray against the partition's metadata row), and a
     finding with its rkey for each stray."""
     if not replicas.num_rows or "topic_id" not in replicas.column_names:
         return replicas, []
     pkeys = ints(replicas, "pkey")
     unique = np.unique(pkeys)
-    _, rows = _metadata(metadata, unique)
+    rows = chosen.of(unique)
     meta_ids = {int(k): r["topic_id"] for k, r in zip(unique.tolist(), rows) if r is not None and r["topic_id"]}
     ids = replicas.column("topic_id").to_pylist()
     stray = np.array([is_stray(t, meta_ids.get(k)) for k, t in zip(pkeys.tolist(), ids)], dtype=bool)

@@ -140,7 +140,7 @@ def compute(spark: SparkSession, tables_dir: str, scope=None) -> tuple[Assembled
     assembled.scanned = scanned_brokers(spark, tables_dir)
     # a stray copy (another topic id) holds nothing of the partition the metadata assigns
     held = replicas.filter(pa.array(~np.isin(replicas.column("rkey").to_numpy(), assembled.stray_rkeys)))
-    assembled.metadata, assembled.found = metadata, held.select(["pkey", "cluster", "broker"])
+    assembled.found = held.select(["pkey", "cluster", "broker"])
     assembled.log_dirs = log_dir_reads(spark, tables_dir)
     if not assembled.partitions:
         return assembled, batch_state.OUT_SCHEMA.empty_table()
