@@ -43,9 +43,9 @@ from typing import Callable, NamedTuple
 from audit.collectors.base import CoverageGap
 from audit.systems.kafka.domain.subjects import partition_dir, wanted
 from audit.errors import PayloadError
-from audit.systems.kafka.formats.checkpoint import (CLEANER_REREAD, LEADER_EPOCH_CHECKPOINT_FILE,
-                                                    OFFSET_CHECKPOINT_FILES, parse_leader_epoch_checkpoint,
-                                                    parse_offsets_checkpoint)
+from audit.systems.kafka.formats.checkpoint import (CLEANER_CHECKPOINT_FILE, CLEANER_REREAD,
+                                                    LEADER_EPOCH_CHECKPOINT_FILE, OFFSET_CHECKPOINT_FILES,
+                                                    parse_leader_epoch_checkpoint, parse_offsets_checkpoint)
 from audit.systems.kafka.formats.properties import parse_meta_properties, parse_partition_metadata
 from audit.systems.kafka.formats.segment import batch_columns, scan_segment, segment_base_offset
 
@@ -60,7 +60,6 @@ _SPECIAL_DIR = re.compile(r"^(\S+)-(\S+)\.(\S+)-(delete|future|stray)$")   # Loc
 _SNAPSHOT = re.compile(r"^\d{20}-\d{10}\.checkpoint$")                      # Snapshots.filenameFromSnapshotId
 _SEGMENT = re.compile(r"^\d+\.log$")
 _CLEANER_FILE = re.compile(r"^\d+\.log\.(cleaned|swap)$")       # LogFileUtils CleanedFileSuffix, SwapFileSuffix
-CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 NOT_IN_SCOPE = "not in scope"
 
 
@@ -300,7 +299,7 @@ def scan_log_dir(path: str, broker: int, put: Put, *, dir_index: int = 0, verify
     for name, segments, others in listing.partitions:
         scan.partition(name, segments, others)
     if listing.partitions:
-        data = scan.read(CLEANER_CHECKPOINT)
+        data = scan.read(CLEANER_CHECKPOINT_FILE)
         if data is not None:
             scan.copy(CLEANER_REREAD, data, parse_offsets_checkpoint)
     doc = {"broker": broker, "log_dir": path, "started_at_ms": started, "checkpoints_read_at_ms": checkpoints_read,

@@ -16,12 +16,13 @@ from typing import Callable, Iterable, NamedTuple, TypeVar
 from audit.errors import PayloadError
 
 VERSION = 0  # OffsetCheckpointFile.CURRENT_VERSION, LeaderEpochCheckpointFile.CURRENT_VERSION
+CLEANER_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 OFFSET_CHECKPOINT_FILES = ("replication-offset-checkpoint", "recovery-point-offset-checkpoint",
-                           "log-start-offset-checkpoint", "cleaner-offset-checkpoint")
+                           "log-start-offset-checkpoint", CLEANER_CHECKPOINT_FILE)
 LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
 # the collector's second copy of cleaner-offset-checkpoint, read after the dir's segments (the raw layout,
 # docs/kafka/contracts.md): the log cleaner checkpoints a pass only after it rewrote the batches
-CLEANER_REREAD = "cleaner-offset-checkpoint.after-segments"
+CLEANER_REREAD = CLEANER_CHECKPOINT_FILE + ".after-segments"
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _JAVA_SPACE = re.compile(r"[ \t\n\x0b\f\r]+")   # Pattern "\\s+" without UNICODE_CHARACTER_CLASS

@@ -102,9 +102,9 @@ PARTITIONS_SCHEMA = struct(
     ("log_start_offset", L), ("high_watermark", L),   # ListOffsets EARLIEST / LATEST (read_uncommitted)
     ("latest_leader_epoch", I), ("offsets_error_code", I),
     ("metadata_offset", L),       # kraft: offset of the last metadata record applied to this partition
+    #                               (a snapshot's records: its end offset - 1)
     ("replicas_since_ms", L),     # kraft: batch timestamp of the record that last set the replica list (a
     #                               snapshot's: when the snapshot was written); an upper bound of when it was set
-    #                               (a snapshot's records: its end offset - 1)
     *_READ,                       # of the metadata (admin: metadata.json; kraft: the log dir scan)
     ("offsets_read_started_at_ms", L), ("offsets_read_finished_at_ms", L),   # of list-offsets.json
     ("source_key", S))
